@@ -1,0 +1,31 @@
+# The two commands of README.md: `make lab` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.sampan-installed
+# Thread count for tests and lessons on small machines; override with `make test THREADS=8`.
+THREADS ?= 2
+
+.PHONY: setup lab test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=24"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(PY) -m sampan kernel install --sys-prefix
+	touch $(STAMP)
+
+lab: setup
+	$(VENV)/bin/sampan lab
+
+test: setup
+	OMP_NUM_THREADS=$(THREADS) $(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,bench]"
+	$(VENV)/bin/sampan bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info

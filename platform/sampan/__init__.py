@@ -1,0 +1,82 @@
+"""Sampan: the PaddlePaddle workflow on PyTorch.
+
+Develop with a dynamic graph, deploy a static one, turn on mixed precision or
+many processes with one argument, compress and serve the model.
+
+Example:
+    >>> import sampan, torch
+    >>> net = torch.nn.Linear(4, 2)
+    >>> model = sampan.Model(net)
+    >>> model.prepare(torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss())
+
+Subpackages (``sampan.data``, ``sampan.jit``, ...) are imported on first use so
+that ``import sampan`` costs little more than ``import torch``.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from sampan._version import __version__
+from sampan.errors import SampanError
+from sampan.spec import InputSpec
+from sampan.utils.seed import seed_everything
+from sampan.utils.record import record
+
+__all__ = [
+    "__version__",
+    "InputSpec",
+    "Model",
+    "SampanError",
+    "record",
+    "run_check",
+    "seed_everything",
+    "summary",
+    # subpackages, imported lazily
+    "amp",
+    "callbacks",
+    "data",
+    "distributed",
+    "inference",
+    "jit",
+    "metric",
+    "onnx",
+    "path",
+    "profiler",
+    "pruning",
+    "quantization",
+    "text",
+    "vision",
+]
+
+_LAZY_ATTRS = {
+    "Model": ("sampan.hapi.model", "Model"),
+    "summary": ("sampan.hapi.summary", "summary"),
+    "run_check": ("sampan.check", "run_check"),
+}
+_SUBPACKAGES = {
+    "amp", "bench", "callbacks", "data", "distributed", "hapi", "inference", "jit",
+    "metric", "onnx", "path", "profiler", "pruning", "quantization", "text", "utils", "vision",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_ATTRS:
+        module, attr = _LAZY_ATTRS[name]
+        value = getattr(importlib.import_module(module), attr)
+    elif name in _SUBPACKAGES:
+        value = importlib.import_module(f"sampan.{name}")
+    else:
+        raise AttributeError(f"module 'sampan' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sampan.check import run_check
+    from sampan.hapi.model import Model
+    from sampan.hapi.summary import summary

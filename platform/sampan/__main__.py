@@ -1,0 +1,5 @@
+import sys
+
+from sampan.cli import main
+
+sys.exit(main())

@@ -1,0 +1,16 @@
+"""``sampan bench``: ratios measured side by side in one run.
+
+Each suite is a module ``sampan.bench.<suite>`` exposing
+``run(quick: bool = False) -> dict`` that measures, prints a table and returns
+its figures. ``sampan bench`` with no suite runs them all.
+"""
+from __future__ import annotations
+
+SUITES = {
+    "fit": "hand-written loop vs Model.fit vs PyTorch Lightning; import time",
+    "static": "eager vs to_static vs exported predictor vs ONNX Runtime",
+    "amp": "fp32 vs bf16 (CPU) / fp16, bf16 (CUDA)",
+    "ddp": "samples/s at 1 and 2 processes under torchrun",
+    "compress": "fp32 vs int8 vs pruned: size, latency, accuracy",
+    "widgets": "fit with and without ResourceMonitor and LiveCurves",
+}

@@ -1,0 +1,45 @@
+"""Timing helpers for side-by-side benchmarks: medians of repeated runs, interleaved."""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def median_time(fn: Callable[[], object], *, repeat: int = 5, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` in seconds over ``repeat`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def interleaved(fns: dict[str, Callable[[], object]], *, repeat: int = 5, warmup: int = 1) -> dict[str, float]:
+    """Median times of several candidates, run in turn so machine noise hits all of them alike."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def print_table(title: str, rows: list[dict], columns: list[str]) -> None:
+    """Prints rows as a Markdown table (pasteable into BENCHMARKS.md)."""
+    print(f"\n### {title}\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        cells = []
+        for c in columns:
+            v = row.get(c, "")
+            cells.append(f"{v:.4g}" if isinstance(v, float) else str(v))
+        print("| " + " | ".join(cells) + " |")

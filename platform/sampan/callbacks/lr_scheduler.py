@@ -1,0 +1,64 @@
+"""``LRScheduler``: steps any torch LR scheduler by step or by epoch (``paddle.callbacks.LRScheduler``)."""
+from __future__ import annotations
+
+from torch.optim.lr_scheduler import LRScheduler as _TorchLRScheduler
+from torch.optim.lr_scheduler import ReduceLROnPlateau
+
+from sampan.callbacks.base import Callback
+from sampan.errors import bad_argument
+
+
+class LRScheduler(Callback):
+    """Calls ``scheduler.step()`` after each optimizer step (``by_step``) or each epoch (``by_epoch``).
+
+    ``ReduceLROnPlateau`` is stepped once per epoch with ``logs[monitor]``. The
+    scheduler's state is saved in ``Model.save`` checkpoints and restored on resume.
+
+    Args:
+        scheduler: a ``torch.optim.lr_scheduler`` instance built on the prepared optimizer.
+        by_step: step after every optimizer update (e.g. ``OneCycleLR``).
+        by_epoch: step after every epoch (the default).
+        monitor: the value fed to ``ReduceLROnPlateau``.
+
+    Example:
+        >>> import torch
+        >>> opt = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+        >>> cb = LRScheduler(torch.optim.lr_scheduler.StepLR(opt, step_size=5))
+    """
+
+    def __init__(self, scheduler, by_step: bool = False, by_epoch: bool = True, monitor: str = "eval_loss"):
+        super().__init__()
+        if not isinstance(scheduler, (_TorchLRScheduler, ReduceLROnPlateau)):
+            raise TypeError(bad_argument("scheduler", scheduler, "a torch.optim.lr_scheduler instance",
+                                         "write LRScheduler(torch.optim.lr_scheduler.StepLR(optimizer, 10))"))
+        if by_step == by_epoch:
+            raise ValueError(bad_argument("by_step", by_step, f"the opposite of by_epoch={by_epoch}",
+                                          "choose one: by_step=True or by_epoch=True"))
+        self.scheduler = scheduler
+        self.by_step = by_step
+        self.monitor = monitor
+        self._plateau = isinstance(scheduler, ReduceLROnPlateau)
+        self._last_step = None
+
+    def on_train_begin(self, logs=None):
+        self._last_step = self.model.global_step
+
+    def on_train_batch_end(self, step, logs=None):
+        if self.by_step and not self._plateau and self.model.global_step != self._last_step:
+            self._last_step = self.model.global_step
+            self.scheduler.step()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._plateau:
+            value = (logs or {}).get(self.monitor, (logs or {}).get("loss"))
+            if value is not None:
+                self.scheduler.step(value)
+        elif not self.by_step:
+            self.scheduler.step()
+
+    def state_dict(self) -> dict:
+        return {"scheduler": self.scheduler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if "scheduler" in state:
+            self.scheduler.load_state_dict(state["scheduler"])

@@ -1,0 +1,111 @@
+"""``ProgressBar``: tqdm.auto bars (a widget in notebooks, text in a terminal), throttled.
+
+``verbose=1`` shows a bar per epoch with the running loss and metrics;
+``verbose=2`` prints one line per epoch and no bar; ``verbose=0`` is silent.
+Only rank 0 of a distributed job draws.
+"""
+from __future__ import annotations
+
+import sys
+
+from sampan.callbacks.base import Callback
+
+
+def _fmt(logs: dict, skip=("step", "batch_size")) -> dict:
+    out = {}
+    for k, v in logs.items():
+        if k in skip or not isinstance(v, (int, float)) or isinstance(v, bool):
+            continue
+        out[k] = f"{v:.4g}" if isinstance(v, float) else v
+    return out
+
+
+class ProgressBar(Callback):
+    """Progress for fit, evaluate and predict (``paddle.callbacks.ProgBarLogger``).
+
+    Args:
+        verbose: 0 silent, 1 bars, 2 one line per epoch.
+        log_freq: update the bar's metrics every ``log_freq`` steps.
+        mininterval: seconds between redraws (tqdm's throttle); longer when not on a terminal.
+
+    Example:
+        >>> bar = ProgressBar(verbose=2)
+    """
+
+    def __init__(self, verbose: int = 1, log_freq: int = 10, mininterval: float | None = None):
+        super().__init__()
+        self.verbose = verbose
+        self.log_freq = max(1, int(log_freq))
+        if mininterval is None:
+            mininterval = 0.2 if sys.stderr.isatty() else 2.0
+        self.mininterval = mininterval
+        self._bar = None
+        self._epochs = 1
+
+    def _enabled(self, bar: bool) -> bool:
+        main = getattr(getattr(self.model, "_strategy", None), "is_main", True)
+        return main and (self.verbose == 1 if bar else self.verbose >= 1)
+
+    def _open(self, total, desc: str) -> None:
+        from tqdm.auto import tqdm
+
+        self._bar = tqdm(total=total, desc=desc, unit="step", mininterval=self.mininterval, leave=True,
+                         dynamic_ncols=True, file=sys.stderr)
+
+    def _close(self, logs: dict | None = None) -> None:
+        if self._bar is not None:
+            if logs:
+                self._bar.set_postfix(_fmt(logs), refresh=False)
+            self._bar.close()
+            self._bar = None
+
+    def _update(self, step: int, logs: dict | None) -> None:
+        if self._bar is None:
+            return
+        self._bar.update(1)
+        if logs and (step + 1) % self.log_freq == 0:
+            self._bar.set_postfix(_fmt(logs), refresh=False)
+
+    # fit
+    def on_train_begin(self, logs=None):
+        self._epochs = self.params.get("epochs", 1)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._enabled(bar=True):
+            self._open(self.params.get("steps"), f"Epoch {epoch + 1}/{self._epochs}")
+
+    def on_train_batch_end(self, step, logs=None):
+        self._update(step, logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._bar is not None:
+            self._close(logs)
+        elif self._enabled(bar=False):
+            pairs = " - ".join(f"{k}: {v}" for k, v in _fmt(logs or {}).items())
+            print(f"Epoch {epoch + 1}/{self._epochs} - {pairs}", flush=True)
+
+    # evaluate / predict (standalone calls; evaluation inside fit shows in the epoch's line)
+    def _standalone(self) -> bool:
+        return not self.params.get("in_fit", False) and self._enabled(bar=True)
+
+    def on_eval_begin(self, logs=None):
+        if self._standalone():
+            self._open(self.params.get("eval_steps"), "Eval")
+
+    def on_eval_batch_end(self, step, logs=None):
+        if not self.params.get("in_fit", False):
+            self._update(step, logs)
+
+    def on_eval_end(self, logs=None):
+        if not self.params.get("in_fit", False):
+            self._close(logs)
+
+    def on_predict_begin(self, logs=None):
+        if self._enabled(bar=True):
+            self._open(self.params.get("predict_steps"), "Predict")
+
+    def on_predict_batch_end(self, step, logs=None):
+        self._update(step, None)
+
+    def on_predict_end(self, logs=None):
+        self._close()

@@ -1,0 +1,101 @@
+"""The two in-memory dataset types the catalog returns: images with labels, texts with labels."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+from torch.utils.data import Dataset
+
+
+class ImageDataset(Dataset):
+    """Images and int64 labels held in memory as tensors.
+
+    Items are ``(image, label)``: ``image`` a float32 ``[C, H, W]`` tensor in
+    ``[0, 1]`` (then ``transform`` applied), ``label`` a 0-d int64 tensor, so a
+    ``DataLoader`` batch feeds ``torch.nn.CrossEntropyLoss`` directly.
+
+    Attributes:
+        images: all images, uint8 or float32 ``[N, C, H, W]`` (as stored; uint8 is scaled on access).
+        labels: int64 ``[N]``.
+        classes: class names, ``classes[label]``.
+
+    Example:
+        >>> ds = ImageDataset(torch.zeros(4, 1, 8, 8), torch.tensor([0, 1, 0, 1]), ["a", "b"])
+        >>> ds[1][0].shape, ds[1][1]
+        (torch.Size([1, 8, 8]), tensor(1))
+    """
+
+    def __init__(
+        self,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        classes: Sequence[str],
+        transform: Callable | None = None,
+        *,
+        name: str = "",
+        split: str = "",
+    ):
+        assert images.ndim == 4 and len(images) == len(labels), (images.shape, labels.shape)
+        self.images = images
+        self.labels = labels.to(torch.int64)
+        self.classes = list(classes)
+        self.transform = transform
+        self.name, self.split = name, split
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int):
+        image = self.images[index]
+        image = image.float().div_(255.0) if image.dtype == torch.uint8 else image
+        if self.transform is not None:
+            image = self.transform(image)
+        return image, self.labels[index]
+
+    def __repr__(self) -> str:
+        shape = list(self.images.shape[1:])
+        return f"{type(self).__name__}(name={self.name!r}, split={self.split!r}, size={len(self)}, image_shape={shape}, classes={len(self.classes)})"
+
+
+class TextDataset(Dataset):
+    """Texts and integer labels held in memory. Items are ``(text, label)`` with ``label`` an int.
+
+    Attributes:
+        texts: list of str.
+        labels: int64 tensor ``[N]``.
+        classes: class names.
+
+    Example:
+        >>> ds = TextDataset(["好", "差"], [1, 0], ["negative", "positive"])
+        >>> ds[0]
+        ('好', 1)
+    """
+
+    def __init__(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[int] | torch.Tensor,
+        classes: Sequence[str],
+        transform: Callable | None = None,
+        *,
+        name: str = "",
+        split: str = "",
+    ):
+        assert len(texts) == len(labels)
+        self.texts = list(texts)
+        self.labels = torch.as_tensor(labels, dtype=torch.int64)
+        self.classes = list(classes)
+        self.transform = transform
+        self.name, self.split = name, split
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __getitem__(self, index: int):
+        text = self.texts[index]
+        if self.transform is not None:
+            text = self.transform(text)
+        return text, int(self.labels[index])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, split={self.split!r}, size={len(self)}, classes={len(self.classes)})"

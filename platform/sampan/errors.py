@@ -1,0 +1,67 @@
+"""Sampan's exceptions and the one helper that words a bad-input message.
+
+Every user-facing error says which argument was wrong, the value received,
+what was expected and how to fix it. Build such messages with
+:func:`bad_argument` so their wording cannot drift apart.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class SampanError(Exception):
+    """Root of Sampan's own exceptions (not raised for plain bad arguments)."""
+
+
+class CheckpointError(SampanError):
+    """A checkpoint file is missing, corrupt, truncated or belongs to another network.
+
+    Attributes:
+        path: the checkpoint file.
+        missing: parameter names the network has but the checkpoint lacks.
+        unexpected: names in the checkpoint the network does not have.
+        mismatched: ``(name, checkpoint_shape, network_shape)`` triples.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, missing=(), unexpected=(), mismatched=()):
+        super().__init__(message)
+        self.path = path
+        self.missing = list(missing)
+        self.unexpected = list(unexpected)
+        self.mismatched = list(mismatched)
+
+
+class DatasetNotFoundError(SampanError, FileNotFoundError):
+    """Files of a catalog dataset are absent; the message says what to put where."""
+
+
+class NonFiniteLossError(SampanError, FloatingPointError):
+    """The loss became NaN or infinite.
+
+    Attributes:
+        epoch: the epoch (0-based) where it happened.
+        step: the batch index within the epoch.
+        value: the loss value.
+    """
+
+    def __init__(self, message: str, *, epoch: int, step: int, value: float):
+        super().__init__(message)
+        self.epoch, self.step, self.value = epoch, step, value
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def bad_argument(name: str, value: Any, expected: str, fix: str | None = None) -> str:
+    """Words a bad-input message: argument, value received, expectation, fix.
+
+    Example:
+        >>> bad_argument("epochs", -1, "a positive int", "pass epochs=1 or more")
+        'Expected `epochs` to be a positive int. Received: epochs=-1. HINT: pass epochs=1 or more.'
+    """
+    msg = f"Expected `{name}` to be {expected}. Received: {name}={_short(value)}."
+    if fix:
+        msg += f" HINT: {fix.rstrip('.')}."
+    return msg

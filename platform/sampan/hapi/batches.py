@@ -1,0 +1,85 @@
+"""Splitting a batch into inputs and labels, moving it to the device, explaining first-batch errors."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from sampan.spec import InputSpec, dtype_name
+
+
+def split_batch(batch: Any, n_inputs: int | None, n_labels: int | None, with_labels: bool) -> tuple[list, list]:
+    """``(x, y)`` -> ``([x], [y])``; a bare tensor is one input and no label.
+
+    ``n_inputs`` comes from ``Model(inputs=[...])``, ``n_labels`` from ``labels=[...]``;
+    without them the last item of a tuple is the label (when there is more than one item).
+    """
+    if isinstance(batch, dict):
+        raise TypeError(
+            "Expected each batch to be a tensor or a tuple/list of tensors (inputs..., labels...). Received a "
+            f"dict with keys {sorted(batch)}. HINT: return (inputs, label) tuples from the Dataset's __getitem__."
+        )
+    items = list(batch) if isinstance(batch, (tuple, list)) else [batch]
+    if n_inputs is None:
+        n_lab = n_labels if n_labels is not None else (1 if len(items) > 1 else 0)
+        n_inputs = len(items) - n_lab
+    inputs, labels = items[:n_inputs], items[n_inputs:]
+    if with_labels and n_labels is not None and len(labels) != n_labels:
+        raise ValueError(
+            f"Expected each batch to hold {n_inputs} input(s) and {n_labels} label(s). Received a batch of "
+            f"{len(items)} item(s). HINT: make the Dataset return (inputs..., labels...) or fix Model(inputs=, labels=)."
+        )
+    return inputs, labels
+
+
+def to_device(items: Sequence[Any], device: torch.device) -> list:
+    return [t.to(device, non_blocking=True) if isinstance(t, torch.Tensor) else t for t in items]
+
+
+def describe(items: Sequence[Any]) -> str:
+    parts = []
+    for t in items:
+        if isinstance(t, torch.Tensor):
+            parts.append(f"{list(t.shape)} {dtype_name(t.dtype)}")
+        else:
+            parts.append(type(t).__name__)
+    return "[" + ", ".join(parts) + "]"
+
+
+def check_specs(specs: list[InputSpec] | None, items: Sequence[Any], what: str) -> None:
+    if specs is None:
+        return
+    if len(specs) != len(items):
+        raise ValueError(
+            f"Expected {len(specs)} {what} (one per InputSpec: {[s.name for s in specs]}). Received {len(items)}: "
+            f"{describe(items)}. HINT: make the Dataset return them in this order, or fix Model({what}=...)."
+        )
+    for i, (spec, item) in enumerate(zip(specs, items)):
+        spec.check(item, where=f"{what}[{i}]")
+
+
+def check_labels_for_loss(loss_fn: Any, outputs: Any, labels: Sequence[Any]) -> None:
+    """Catches the commonest label mistake before torch's terse message: float class indices."""
+    if not isinstance(loss_fn, (torch.nn.CrossEntropyLoss, torch.nn.NLLLoss)) or not labels:
+        return
+    out = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+    y = labels[0]
+    if isinstance(y, torch.Tensor) and isinstance(out, torch.Tensor) and y.is_floating_point() and y.ndim == out.ndim - 1:
+        raise ValueError(
+            f"Expected `labels` to be int64 class indices for {type(loss_fn).__name__}. Received: labels of dtype "
+            f"{dtype_name(y.dtype)} with shape {list(y.shape)}. HINT: return torch.long labels from the Dataset "
+            f"(e.g. torch.tensor(label, dtype=torch.long)) or convert with y.long()."
+        )
+
+
+def explain_failure(exc: Exception, stage: str, inputs: Sequence[Any], labels: Sequence[Any]) -> ValueError:
+    """Wraps an error of the first forward/loss with the batch's shapes and a hint."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    hint = ("check that the Dataset's items match what the network expects (shape, channels, dtype), "
+            "or pass Model(inputs=[sampan.InputSpec(...)]) to have batches checked up front")
+    if stage == "loss":
+        hint = "check that the labels match what the loss expects (class indices as int64 for cross-entropy)"
+    return ValueError(
+        f"The {stage} failed on the first batch: inputs {describe(inputs)}, labels {describe(labels)}. "
+        f"torch said: {first}. HINT: {hint}."
+    )

@@ -1,0 +1,409 @@
+"""``sampan.Model``: ``paddle.Model``'s prepare / fit / evaluate / predict around an ordinary ``nn.Module``."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from sampan.callbacks.base import Callback, CallbackList
+from sampan.callbacks.history import History
+from sampan.callbacks.model_checkpoint import ModelCheckpoint
+from sampan.callbacks.progress import ProgressBar
+from sampan.callbacks.terminate_on_nan import TerminateOnNaN
+from sampan.errors import SampanError, bad_argument
+from sampan.hapi import checkpoint as ckpt
+from sampan.hapi import loop
+from sampan.hapi.metrics import MetricSet, as_metrics
+from sampan.hapi.plugins import Precision, Strategy
+from sampan.spec import InputSpec, as_specs
+
+
+def resolve_device(device: Any) -> torch.device:
+    """``None`` -> CUDA when present, else CPU; accepts ``"cpu"``, ``"cuda:1"``, Paddle's ``"gpu"``."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if isinstance(device, str):
+        device = device.replace("gpu", "cuda")
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(bad_argument("device", device, "'cpu', 'cuda', 'cuda:N' or a torch.device")) from exc
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(bad_argument("device", str(device), "a device this machine has",
+                                      "no CUDA GPU is visible here: use device='cpu' or leave device=None"))
+    return device
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(bad_argument(name, value, f"an int >= {minimum}"))
+    return value
+
+
+class Model:
+    """A trainable wrapper of an ``nn.Module`` with Paddle's high-level API.
+
+    Args:
+        network: any ``torch.nn.Module``; it stays an ordinary module (``model.network``).
+        inputs: ``InputSpec`` (or list) of the network's inputs; batches are checked against
+            it and ``sampan.jit`` uses it to export. Optional.
+        labels: ``InputSpec`` (or list) of the labels. Optional.
+
+    Example:
+        >>> import torch, sampan
+        >>> net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
+        >>> model = sampan.Model(net, inputs=sampan.InputSpec([None, 1, 8, 8], "float32", "image"))
+        >>> model.prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss(),
+        ...               sampan.metric.Accuracy())
+    """
+
+    def __init__(self, network: torch.nn.Module, inputs: InputSpec | Sequence[InputSpec] | None = None,
+                 labels: InputSpec | Sequence[InputSpec] | None = None):
+        if not isinstance(network, torch.nn.Module):
+            raise TypeError(bad_argument("network", network, "a torch.nn.Module",
+                                         "wrap your function in an nn.Module subclass"))
+        self.network = network
+        self.inputs = as_specs(inputs, "inputs")
+        self.labels = as_specs(labels, "labels")
+        self._n_inputs = len(self.inputs) if self.inputs else None
+        self._n_labels = len(self.labels) if self.labels else None
+        self.stop_training = False
+        self.epoch = 0
+        self.global_step = 0
+        self.history: History | None = None
+        self._prepared = False
+        self._optimizer = self._loss = None
+        self._metrics: list = []
+        self._precision: Precision = Precision()
+        self._strategy: Strategy = Strategy()
+        self._callbacks = CallbackList()
+        self._pending_callback_states: list | None = None
+        self.device = torch.device("cpu")
+        self._train_net = self._eval_net = network
+
+    # ------------------------------------------------------------------ prepare
+    def prepare(self, optimizer: torch.optim.Optimizer | None = None, loss: Callable | None = None,
+                metrics: Any = None, *, amp: Any = None, accumulate_steps: int = 1, grad_clip: float | None = None,
+                device: Any = None, to_static: bool = False, strategy: Any = None,
+                deterministic: bool = False) -> "Model":
+        """Sets the optimizer, loss and metrics, and turns on optional features.
+
+        Args:
+            optimizer: a ``torch.optim.Optimizer`` over ``network``'s parameters (needed by ``fit``).
+            loss: a callable ``loss(*outputs, *labels)``, e.g. ``torch.nn.CrossEntropyLoss()``.
+            metrics: a ``sampan.metric.Metric`` or a list of them.
+            amp: ``None``, ``"bf16"``, ``"fp16"`` or a ``sampan.amp.AmpConfig``.
+            accumulate_steps: micro-batches per optimizer step (gradient accumulation).
+            grad_clip: clip gradients to this global L2 norm.
+            device: ``None`` (CUDA when present, else CPU), ``"cpu"``, ``"cuda:N"``.
+            to_static: compile the network with ``sampan.jit.to_static`` (``torch.compile``).
+            strategy: ``None`` (DDP automatically under torchrun), ``"ddp"`` or ``"fsdp"``.
+            deterministic: use deterministic kernels (``torch.use_deterministic_algorithms``).
+
+        Returns:
+            The model, so calls can be chained.
+        """
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(bad_argument("optimizer", optimizer, "a torch.optim.Optimizer",
+                                         "write torch.optim.Adam(network.parameters(), lr=1e-3)"))
+        if loss is not None and not callable(loss):
+            raise TypeError(bad_argument("loss", loss, "a callable such as torch.nn.CrossEntropyLoss()"))
+        if grad_clip is not None and (not isinstance(grad_clip, (int, float)) or grad_clip <= 0):
+            raise ValueError(bad_argument("grad_clip", grad_clip, "a positive float (max global gradient norm)"))
+        self._accumulate_steps = _positive_int("accumulate_steps", accumulate_steps)
+        self._optimizer, self._loss, self._grad_clip = optimizer, loss, grad_clip
+        self._metrics = as_metrics(metrics)
+        if deterministic:
+            from sampan.utils.seed import enable_determinism
+
+            enable_determinism()
+        self.device = resolve_device(device)
+        self._precision = _make_precision(amp, self.device)
+        self._strategy = _make_strategy(strategy)
+        self.network, self._optimizer = self._precision.setup(self.network, self._optimizer)
+        self._train_net = self._strategy.setup(self.network, self.device)
+        if to_static:
+            from sampan.jit import to_static as _to_static
+
+            self._train_net = _to_static(self._train_net, input_spec=self.inputs)
+        self._eval_net = self._train_net
+        for m in self._metrics:
+            m.to(self.device)
+        self._prepared = True
+        return self
+
+    def _require_prepared(self, what: str, need_optimizer: bool = False) -> None:
+        if not self._prepared:
+            raise RuntimeError(f"Call model.prepare(optimizer, loss, metrics) before model.{what}(). "
+                               f"HINT: model.prepare(torch.optim.Adam(net.parameters()), torch.nn.CrossEntropyLoss())")
+        if need_optimizer and (self._optimizer is None or self._loss is None):
+            raise RuntimeError(f"model.{what}() needs an optimizer and a loss; prepare() got "
+                               f"optimizer={self._optimizer!r}, loss={self._loss!r}. HINT: pass both to prepare().")
+
+    def _compute_loss(self, outputs: Any, labels: list) -> torch.Tensor:
+        outs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        return self._loss(*outs, *labels)
+
+    # ------------------------------------------------------------------ data
+    def _loader(self, data: Any, argument: str, *, batch_size: int, shuffle: bool, drop_last: bool,
+                num_workers: int) -> DataLoader:
+        if isinstance(data, DataLoader):
+            return data
+        if not isinstance(data, Dataset) and not (hasattr(data, "__getitem__") and hasattr(data, "__len__")):
+            raise TypeError(bad_argument(argument, data, "a torch Dataset or DataLoader",
+                                         "wrap tensors with torch.utils.data.TensorDataset(x, y)"))
+        if hasattr(data, "__len__") and len(data) == 0:
+            raise ValueError(bad_argument(argument, data, "a dataset with at least one sample (len 0 received)",
+                                          "check the split name and the data directory"))
+        _positive_int("batch_size", batch_size)
+        _positive_int("num_workers", num_workers, minimum=0)
+        return self._strategy.make_loader(data, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                          num_workers=num_workers)
+
+    # ------------------------------------------------------------------ callbacks
+    def _callback_list(self, callbacks: Any, *, verbose: int, log_freq: int, save_dir: Any,
+                       save_freq: int) -> CallbackList:
+        items = list(callbacks or [])
+        if callbacks is not None and not isinstance(callbacks, (list, tuple)):
+            items = [callbacks]
+        if not any(isinstance(c, ProgressBar) for c in items):
+            items.insert(0, ProgressBar(verbose=verbose, log_freq=log_freq))
+        if save_dir is not None and not any(isinstance(c, ModelCheckpoint) for c in items):
+            items.append(ModelCheckpoint(save_dir, save_freq=save_freq))
+        if not any(isinstance(c, TerminateOnNaN) for c in items):
+            items.append(TerminateOnNaN())
+        history = next((c for c in items if isinstance(c, History)), None) or History()
+        if history not in items:
+            items.append(history)
+        cbks = CallbackList(items)
+        cbks.set_model(self)
+        return cbks
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, train_data: Any = None, eval_data: Any = None, batch_size: int = 32, epochs: int = 1,
+            eval_freq: int = 1, log_freq: int = 10, save_dir: str | os.PathLike | None = None, save_freq: int = 1,
+            verbose: int = 1, drop_last: bool = False, shuffle: bool = True, num_workers: int = 0,
+            callbacks: Sequence[Callback] | Callback | None = None, num_iters: int | None = None,
+            resume: str | os.PathLike | None = None) -> History:
+        """Trains the network; returns the :class:`~sampan.callbacks.History`.
+
+        Args:
+            train_data: a Dataset or DataLoader of ``(inputs..., labels...)``.
+            eval_data: evaluated every ``eval_freq`` epochs; its values appear as ``eval_<name>``.
+            batch_size, shuffle, drop_last, num_workers: DataLoader settings (ignored for a DataLoader).
+            epochs: the total number of epochs (a resumed run continues up to it).
+            log_freq: steps between metric updates in the logs and the progress bar.
+            save_dir, save_freq: write a checkpoint every ``save_freq`` epochs and ``final`` at the end.
+            verbose: 0 silent, 1 progress bars, 2 one line per epoch.
+            callbacks: extra callbacks; ProgressBar, TerminateOnNaN and History are added when absent.
+            num_iters: stop after this many training steps in total.
+            resume: ``"auto"`` (latest checkpoint in ``save_dir``, if any) or a checkpoint path.
+
+        Example:
+            >>> history = model.fit(train_set, val_set, epochs=5, batch_size=64)  # doctest: +SKIP
+        """
+        self._require_prepared("fit", need_optimizer=True)
+        _positive_int("epochs", epochs)
+        _positive_int("eval_freq", eval_freq)
+        _positive_int("log_freq", log_freq)
+        if num_iters is not None:
+            _positive_int("num_iters", num_iters)
+        train_loader = self._loader(train_data, "train_data", batch_size=batch_size, shuffle=shuffle,
+                                    drop_last=drop_last, num_workers=num_workers)
+        eval_loader = None if eval_data is None else self._loader(
+            eval_data, "eval_data", batch_size=batch_size, shuffle=False, drop_last=False, num_workers=num_workers)
+        cbks = self._callback_list(callbacks, verbose=verbose, log_freq=log_freq, save_dir=save_dir,
+                                   save_freq=save_freq)
+        self._callbacks = cbks
+        self._resume(resume, save_dir)
+        metrics = MetricSet(self._metrics)
+        steps = len(train_loader) if hasattr(train_loader, "__len__") else None
+        cbks.set_params({"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size,
+                         "metrics": ["loss", *metrics.names()], "has_eval": eval_loader is not None,
+                         "eval_steps": len(eval_loader) if eval_loader is not None and hasattr(eval_loader, "__len__") else None,
+                         "in_fit": True})
+        self.history = cbks.find(History)[0]
+        self.stop_training = False
+        budget = num_iters if num_iters is not None else float("inf")
+        logs: dict = {}
+        cbks.call("on_train_begin", {})
+        for epoch in range(self.epoch, epochs):
+            if self.stop_training or budget <= 0:
+                break
+            self._strategy.set_epoch(train_loader, epoch)
+            cbks.call("on_epoch_begin", epoch, {})
+            start = self.global_step
+            logs = loop.train_epoch(self, train_loader, cbks, metrics, max_steps=int(min(budget, steps or budget)),
+                                    log_freq=log_freq)
+            budget -= self.global_step - start
+            if eval_loader is not None and ((epoch + 1) % eval_freq == 0 or epoch + 1 == epochs):
+                eval_logs = loop.evaluate_loop(self, eval_loader, cbks, metrics, max_steps=2**62)
+                logs.update({f"eval_{k}": v for k, v in eval_logs.items() if isinstance(v, (int, float))})
+            self.epoch = epoch + 1
+            cbks.call("on_epoch_end", epoch, logs)
+        cbks.call("on_train_end", logs)
+        return self.history
+
+    def _resume(self, resume: Any, save_dir: Any) -> None:
+        if resume is None:
+            return
+        if resume == "auto":
+            if save_dir is None:
+                raise ValueError(bad_argument("resume", resume, "a checkpoint path, or 'auto' together with save_dir"))
+            path = ckpt.latest_checkpoint(save_dir)
+            if path is None:
+                return
+        else:
+            path = resume
+        self.load(path, _restore_rng=True)
+
+    # ------------------------------------------------------------------ evaluate / predict
+    def evaluate(self, eval_data: Any, batch_size: int = 32, log_freq: int = 10, verbose: int = 1,
+                 num_workers: int = 0, callbacks: Sequence[Callback] | None = None,
+                 num_iters: int | None = None) -> dict:
+        """Computes the loss and metrics on ``eval_data``: ``{"loss": ..., "acc": ...}``.
+
+        A confusion-matrix metric appears as a nested list.
+        """
+        self._require_prepared("evaluate")
+        loader = self._loader(eval_data, "eval_data", batch_size=batch_size, shuffle=False, drop_last=False,
+                              num_workers=num_workers)
+        cbks = self._callback_list(callbacks, verbose=verbose, log_freq=log_freq, save_dir=None, save_freq=1)
+        cbks.set_params({"verbose": verbose, "eval_steps": len(loader) if hasattr(loader, "__len__") else None,
+                         "in_fit": False})
+        return loop.evaluate_loop(self, loader, cbks, MetricSet(self._metrics), max_steps=num_iters or 2**62)
+
+    def predict(self, test_data: Any, batch_size: int = 32, num_workers: int = 0, stack_outputs: bool = True,
+                verbose: int = 1, callbacks: Sequence[Callback] | None = None) -> list:
+        """Runs the network on ``test_data`` (labels, if present, are ignored).
+
+        Returns:
+            One entry per network output: a NumPy array over all samples when
+            ``stack_outputs``, else a list of per-batch arrays.
+        """
+        if not self._prepared:
+            self.device = next((p.device for p in self.network.parameters()), torch.device("cpu"))
+        loader = self._loader(test_data, "test_data", batch_size=batch_size, shuffle=False, drop_last=False,
+                              num_workers=num_workers)
+        cbks = self._callback_list(callbacks, verbose=verbose, log_freq=10, save_dir=None, save_freq=1)
+        cbks.set_params({"verbose": verbose, "predict_steps": len(loader) if hasattr(loader, "__len__") else None})
+        batches = loop.predict_loop(self, loader, cbks)
+        per_output = list(zip(*batches))
+        if stack_outputs:
+            return [torch.cat(list(outs)).numpy() for outs in per_output]
+        return [[o.numpy() for o in outs] for outs in per_output]
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self, path: str | os.PathLike, training: bool = True, **export_kwargs: Any) -> Path:
+        """Writes a full training checkpoint (or, with ``training=False``, an inference export).
+
+        The checkpoint holds weights, optimizer, gradient scaler, callbacks' state
+        (LR scheduler, early stopping), epoch, step and RNG states, written to a
+        temporary file and renamed, on rank 0 only. ``training=False`` calls
+        ``sampan.jit.save(network, path, input_spec=inputs)``.
+
+        Returns:
+            The file written (``path`` plus ``.pt`` when it has no suffix).
+        """
+        if not training:
+            from sampan import jit
+
+            return jit.save(self.network, path, input_spec=export_kwargs.pop("input_spec", self.inputs),
+                            **export_kwargs)
+        target = ckpt.checkpoint_file(path)
+        if self._strategy.is_main:
+            payload = {
+                "model": self.network.state_dict(),
+                "optimizer": self._optimizer.state_dict() if self._optimizer is not None else None,
+                "precision": self._precision.state_dict(),
+                "callbacks": [(type(c).__name__, c.state_dict()) for c in self._callbacks],
+                "epoch": self.epoch,
+                "global_step": self.global_step,
+                "rng": ckpt.rng_state(),
+            }
+            ckpt.save_checkpoint(target, payload)
+        self._strategy.barrier()
+        return target
+
+    def load(self, path: str | os.PathLike, skip_mismatch: bool = False, reset_optimizer: bool = False,
+             _restore_rng: bool = False) -> "Model":
+        """Loads a checkpoint written by :meth:`save` (``torch.load(weights_only=True)``).
+
+        Args:
+            path: the checkpoint (``.pt`` suffix optional).
+            skip_mismatch: load only the parameters whose names and shapes match, instead of raising.
+            reset_optimizer: keep the current optimizer state.
+        """
+        payload = ckpt.load_checkpoint(path, map_location=self.device)
+        target = str(ckpt.checkpoint_file(path))
+        ckpt.load_weights(self.network, payload["model"], path=target, skip_mismatch=skip_mismatch)
+        if self._optimizer is not None and payload.get("optimizer") and not reset_optimizer:
+            try:
+                self._optimizer.load_state_dict(payload["optimizer"])
+            except (ValueError, KeyError) as exc:
+                raise SampanError(f"The optimizer state in {target} does not fit the prepared optimizer: {exc}. "
+                                  f"HINT: pass reset_optimizer=True to keep the current optimizer state.") from exc
+        self._precision.load_state_dict(payload.get("precision") or {})
+        self.epoch = int(payload.get("epoch", 0))
+        self.global_step = int(payload.get("global_step", 0))
+        self._apply_callback_states(payload.get("callbacks") or [])
+        if _restore_rng and payload.get("rng"):
+            ckpt.set_rng_state(payload["rng"])
+        return self
+
+    def _apply_callback_states(self, states: list) -> None:
+        """The i-th saved state of a callback class goes to the i-th callback of that class."""
+        remaining: dict[str, list] = {}
+        for name, state in states:
+            remaining.setdefault(name, []).append(state)
+        for cb in self._callbacks:
+            queue = remaining.get(type(cb).__name__)
+            if queue:
+                cb.load_state_dict(queue.pop(0))
+
+    # ------------------------------------------------------------------ misc
+    def summary(self, input_size: Any = None, dtypes: Any = None) -> dict:
+        """Layers, output shapes, parameters and FLOPs (see :func:`sampan.summary`)."""
+        from sampan.hapi.summary import summary
+
+        if input_size is None and self.inputs is None:
+            raise ValueError(bad_argument("input_size", None, "a shape such as (1, 1, 28, 28)",
+                                          "pass input_size, or give Model(inputs=[InputSpec(...)])"))
+        return summary(self.network, input_size, dtypes=dtypes, input_spec=self.inputs)
+
+    def parameters(self, *args, **kwargs):
+        return self.network.parameters(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Model({type(self.network).__name__}, prepared={self._prepared}, epoch={self.epoch})"
+
+
+def _make_precision(amp: Any, device: torch.device) -> Precision:
+    if amp is None or amp is False:
+        return Precision()
+    try:
+        from sampan.amp.plugin import make_precision
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("sampan.amp"):
+            raise ValueError(bad_argument("amp", amp, "None in this version (sampan.amp is not installed)")) from exc
+        raise
+    return make_precision(amp, device)
+
+
+def _make_strategy(strategy: Any) -> Strategy:
+    if isinstance(strategy, Strategy):
+        return strategy
+    distributed = strategy is not None or int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if not distributed:
+        return Strategy()
+    try:
+        from sampan.distributed.strategy import make_strategy
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("sampan.distributed"):
+            raise ValueError(bad_argument("strategy", strategy, "None in this version (no sampan.distributed)")) from exc
+        raise
+    return make_strategy(strategy)

@@ -1,0 +1,140 @@
+"""``InputSpec``: the shape, dtype and name of one model input (``paddle.static.InputSpec``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+from sampan.errors import bad_argument
+
+_DTYPES = {
+    "float32": torch.float32, "float": torch.float32, "float16": torch.float16, "half": torch.float16,
+    "bfloat16": torch.bfloat16, "float64": torch.float64, "double": torch.float64,
+    "int64": torch.int64, "long": torch.int64, "int32": torch.int32, "int": torch.int32,
+    "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
+}
+
+
+def to_torch_dtype(dtype: str | torch.dtype, *, argument: str = "dtype") -> torch.dtype:
+    """Maps ``"float32"`` (or a ``torch.dtype``) to the ``torch.dtype``."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if isinstance(dtype, str) and dtype.replace("torch.", "") in _DTYPES:
+        return _DTYPES[dtype.replace("torch.", "")]
+    raise ValueError(bad_argument(argument, dtype, f"one of {sorted(_DTYPES)} or a torch.dtype"))
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Describes one input: ``None`` (or -1) in ``shape`` marks a dynamic dimension.
+
+    Mirrors ``paddle.static.InputSpec``. Used by ``sampan.Model`` to check
+    batches, by ``sampan.jit`` to mark dynamic dimensions for ``torch.compile``
+    and ``torch.export``, and by the inference predictor to validate inputs.
+
+    Args:
+        shape: dimensions; ``None`` or ``-1`` for any size.
+        dtype: ``"float32"``, ``"int64"``, ... or a ``torch.dtype``.
+        name: input name, used in error messages and exported graphs.
+
+    Example:
+        >>> spec = InputSpec([None, 1, 28, 28], "float32", "image")
+        >>> spec.dynamic_dims
+        (0,)
+    """
+
+    shape: tuple = field(default=())
+    dtype: Any = "float32"
+    name: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.shape, (list, tuple)):
+            raise TypeError(bad_argument("shape", self.shape, "a list or tuple of ints or None",
+                                         "write shape=[None, 1, 28, 28]"))
+        dims = []
+        for d in self.shape:
+            if d is None or d == -1:
+                dims.append(None)
+            elif isinstance(d, int) and d > 0:
+                dims.append(int(d))
+            else:
+                raise ValueError(bad_argument("shape", list(self.shape),
+                                              "positive ints, with None or -1 for dynamic dimensions"))
+        object.__setattr__(self, "shape", tuple(dims))
+        object.__setattr__(self, "dtype", dtype_name(to_torch_dtype(self.dtype)))
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return to_torch_dtype(self.dtype)
+
+    @property
+    def dynamic_dims(self) -> tuple[int, ...]:
+        return tuple(i for i, d in enumerate(self.shape) if d is None)
+
+    def example(self, batch: int = 2, fill: int = 4) -> torch.Tensor:
+        """A random tensor matching the spec; dynamic dims take ``batch`` (dim 0) or ``fill``."""
+        shape = [d if d is not None else (batch if i == 0 else fill) for i, d in enumerate(self.shape)]
+        if self.torch_dtype.is_floating_point:
+            return torch.randn(shape, dtype=self.torch_dtype)
+        if self.torch_dtype == torch.bool:
+            return torch.zeros(shape, dtype=torch.bool)
+        return torch.randint(0, 2, shape, dtype=self.torch_dtype)
+
+    def check(self, value: Any, *, where: str = "input") -> None:
+        """Raises ``ValueError`` naming the input when ``value`` does not fit the spec."""
+        label = f"{where} {self.name!r}" if self.name else where
+        shape = tuple(getattr(value, "shape", ()))
+        if len(shape) != len(self.shape):
+            raise ValueError(
+                f"{label} has rank {len(shape)} (shape {list(shape)}) but its InputSpec expects rank "
+                f"{len(self.shape)} (shape {self.to_list()}). HINT: reshape the input or fix the InputSpec."
+            )
+        for i, (got, want) in enumerate(zip(shape, self.shape)):
+            if want is not None and got != want:
+                raise ValueError(
+                    f"{label} has shape {list(shape)} but its InputSpec expects {self.to_list()} "
+                    f"(dimension {i} must be {want}). HINT: resize the input, or mark the dimension "
+                    f"dynamic with None in the InputSpec."
+                )
+        got_dtype = getattr(value, "dtype", None)
+        if got_dtype is not None:
+            got_name = dtype_name(got_dtype) if isinstance(got_dtype, torch.dtype) else str(got_dtype)
+            if got_name != self.dtype:
+                raise ValueError(
+                    f"{label} has dtype {got_name} but its InputSpec expects {self.dtype}. "
+                    f"HINT: convert it, e.g. x.astype('{self.dtype}') or x.to(torch.{self.dtype})."
+                )
+
+    def to_list(self) -> list:
+        return [d if d is not None else None for d in self.shape]
+
+    def to_dict(self) -> dict:
+        return {"shape": self.to_list(), "dtype": self.dtype, "name": self.name}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "InputSpec":
+        return cls(shape=d["shape"], dtype=d["dtype"], name=d.get("name"))
+
+    @classmethod
+    def from_tensor(cls, tensor: torch.Tensor, name: str | None = None, dynamic_batch: bool = True) -> "InputSpec":
+        shape = list(tensor.shape)
+        if dynamic_batch and shape:
+            shape[0] = None
+        return cls(shape, tensor.dtype, name)
+
+
+def as_specs(value: Any, argument: str = "inputs") -> list[InputSpec] | None:
+    """Normalises ``None``, one spec, or a list of specs into a list (or None)."""
+    if value is None:
+        return None
+    items: Sequence = value if isinstance(value, (list, tuple)) else [value]
+    for item in items:
+        if not isinstance(item, InputSpec):
+            raise TypeError(bad_argument(argument, value, "an InputSpec or a list of InputSpec",
+                                         "write inputs=[sampan.InputSpec([None, 1, 28, 28], 'float32', 'image')]"))
+    return list(items)

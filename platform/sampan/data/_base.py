@@ -6,6 +6,8 @@ from typing import Callable, Sequence
 import torch
 from torch.utils.data import Dataset
 
+from sampan.errors import bad_argument
+
 
 class ImageDataset(Dataset):
     """Images and int64 labels held in memory as tensors.
@@ -35,7 +37,12 @@ class ImageDataset(Dataset):
         name: str = "",
         split: str = "",
     ):
-        assert images.ndim == 4 and len(images) == len(labels), (images.shape, labels.shape)
+        if not isinstance(images, torch.Tensor) or images.ndim != 4:
+            raise ValueError(bad_argument("images", getattr(images, "shape", images), "a tensor [N, C, H, W]",
+                                          "stack the images into one uint8 or float32 tensor"))
+        if len(labels) != len(images):
+            raise ValueError(bad_argument("labels", f"<{len(labels)} labels>", f"one label per image ({len(images)})",
+                                          "pass labels of the same length as images"))
         self.images = images
         self.labels = labels.to(torch.int64)
         self.classes = list(classes)
@@ -47,7 +54,8 @@ class ImageDataset(Dataset):
 
     def __getitem__(self, index: int):
         image = self.images[index]
-        image = image.float().div_(255.0) if image.dtype == torch.uint8 else image
+        # a fresh tensor either way, so nothing a caller or transform does in place reaches the dataset
+        image = image.float().div_(255.0) if image.dtype == torch.uint8 else image.clone()
         if self.transform is not None:
             image = self.transform(image)
         return image, self.labels[index]
@@ -81,7 +89,9 @@ class TextDataset(Dataset):
         name: str = "",
         split: str = "",
     ):
-        assert len(texts) == len(labels)
+        if len(labels) != len(texts):
+            raise ValueError(bad_argument("labels", f"<{len(labels)} labels>", f"one label per text ({len(texts)})",
+                                          "pass labels of the same length as texts"))
         self.texts = list(texts)
         self.labels = torch.as_tensor(labels, dtype=torch.int64)
         self.classes = list(classes)

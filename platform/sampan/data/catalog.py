@@ -107,7 +107,7 @@ def dataset_info(name: str) -> DatasetInfo:
         {'train': 1257, 'val': 270, 'test': 270}
     """
     key = _normalise(name)
-    if key not in CATALOG:
+    if not isinstance(key, str) or key not in CATALOG:
         raise ValueError(bad_argument(
             "name", name, f"one of the catalog's datasets {list_datasets()}", "call sampan.data.list_datasets()"
         ))
@@ -145,7 +145,7 @@ def load_dataset(
         (torch.Size([1, 28, 28]), torch.int64, 1257)
     """
     info = dataset_info(name)
-    if split not in info.splits:
+    if not isinstance(split, str) or split not in info.splits:
         raise ValueError(bad_argument(
             "split", split, f"one of {list(info.splits)} for {info.name!r}", f"pass split={next(iter(info.splits))!r}"
         ))

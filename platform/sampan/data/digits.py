@@ -7,7 +7,6 @@ this dataset works offline everywhere. Pixel values 0..16 become float32 in
 from __future__ import annotations
 
 import functools
-import importlib.util
 from pathlib import Path
 from typing import Callable
 
@@ -15,9 +14,9 @@ import numpy as np
 import torch
 
 from sampan.data._base import ImageDataset
+from sampan.data._packages import package_file
 from sampan.data._splits import stratified_split
 from sampan.errors import bad_argument
-from sampan.utils.imports import require
 
 SPLIT_SIZES = {"train": 1257, "val": 270, "test": 270}
 SPLIT_SEED = 0
@@ -25,16 +24,8 @@ CLASSES = [str(d) for d in range(10)]
 
 
 def source_file() -> Path:
-    """scikit-learn's ``datasets/data/digits.csv.gz``, the file ``load_digits`` reads.
-
-    Read directly: importing ``sklearn.datasets`` costs seconds, the file milliseconds.
-    """
-    spec = importlib.util.find_spec("sklearn")
-    path = Path(spec.origin).parent / "datasets" / "data" / "digits.csv.gz" if spec and spec.origin else None
-    if path is None or not path.is_file():
-        require("sklearn")  # raises the install hint when scikit-learn is missing
-        raise FileNotFoundError(f"scikit-learn is installed but {path} is missing; reinstall it: pip install --force-reinstall scikit-learn")
-    return path
+    """scikit-learn's ``datasets/data/digits.csv.gz``, the file ``sklearn.datasets.load_digits`` reads."""
+    return package_file("sklearn", "datasets", "data", "digits.csv.gz")
 
 
 @functools.lru_cache(maxsize=1)

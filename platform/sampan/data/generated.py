@@ -3,7 +3,7 @@
 Example:
     >>> from sampan.data import load_dataset
     >>> train = load_dataset("shapes", "train")  # doctest: +SKIP
-    >>> train[0][0].shape
+    >>> train[0][0].shape  # doctest: +SKIP
     torch.Size([3, 32, 32])
 """
 from __future__ import annotations

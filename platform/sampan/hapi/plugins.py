@@ -38,6 +38,10 @@ class Precision:
         """Extra values for the batch logs (loss scale, skipped steps)."""
         return {}
 
+    def callbacks(self) -> list:
+        """Callbacks this feature adds to ``fit`` (AMP: the NaN doctor, placed before ``TerminateOnNaN``)."""
+        return []
+
     def state_dict(self) -> dict:
         return {}
 
@@ -60,6 +64,10 @@ class Strategy:
 
     def unwrap(self, network: torch.nn.Module) -> torch.nn.Module:
         return network
+
+    def setup_optimizer(self, optimizer: Any) -> Any:
+        """After ``setup``: an optimizer over the parameters ``setup`` produced (FSDP replaces them)."""
+        return optimizer
 
     def make_loader(self, dataset: Dataset, *, batch_size: int, shuffle: bool, drop_last: bool,
                     num_workers: int, collate_fn=None) -> DataLoader:

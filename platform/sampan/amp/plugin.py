@@ -1,0 +1,163 @@
+"""The AMP ``Precision`` plugin that ``Model.prepare(amp=...)`` puts into the training loop.
+
+Every hook is the torch idiom: ``torch.autocast`` around the forward pass,
+``GradScaler.scale(loss).backward()``, ``unscale_`` before clipping,
+``scaler.step`` + ``scaler.update``. For bf16 the scaler is disabled
+(``enabled=False`` turns its methods into pass-throughs), so one code path
+serves both dtypes.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import os
+from typing import Any, Iterable, Literal
+
+import torch
+
+from sampan.amp.autocast import as_dtype, auto_cast, check_level
+from sampan.amp.scaler import GradScaler, decorate, load_master_state, master_state
+from sampan.errors import bad_argument
+from sampan.hapi.plugins import Precision
+
+_SHORT = {"bf16": "bfloat16", "fp16": "float16", "bfloat16": "bfloat16", "float16": "float16"}
+
+
+@dataclasses.dataclass
+class AmpConfig:
+    """Mixed-precision settings for ``Model.prepare(amp=AmpConfig(...))``.
+
+    Args:
+        dtype: ``"bfloat16"`` (CPU and CUDA; no loss scaling needed) or ``"float16"`` (CUDA; loss-scaled).
+        level: ``"O1"`` autocast per op; ``"O2"`` also makes parameters half with fp32 master weights.
+        custom_white_list: op names to run in ``dtype`` although autocast keeps them in fp32.
+        custom_black_list: op names, module class names, or qualified module names of the network
+            (``"head.norm"``) to keep in fp32.
+        init_loss_scaling, incr_every_n_steps: the fp16 loss scaler's start value and growth interval.
+        master_weight: keep fp32 master weights at O2.
+        doctor: diagnose a non-finite loss (see :class:`sampan.amp.NanDoctor`).
+
+    Example:
+        >>> cfg = AmpConfig(dtype="float16", custom_black_list=["softmax"])
+    """
+
+    dtype: Literal["bfloat16", "float16", "bf16", "fp16"] = "bfloat16"
+    level: Literal["O1", "O2"] = "O1"
+    custom_white_list: tuple = ()
+    custom_black_list: tuple = ()
+    init_loss_scaling: float = 2.0**16
+    incr_every_n_steps: int = 2000
+    master_weight: bool = True
+    doctor: bool = True
+
+    def __post_init__(self):
+        self.dtype = _SHORT.get(str(self.dtype).replace("torch.", ""), self.dtype)
+        as_dtype(self.dtype)
+        check_level(self.level)
+        self.custom_white_list = tuple(self.custom_white_list or ())
+        self.custom_black_list = tuple(self.custom_black_list or ())
+
+
+class AmpPrecision(Precision):
+    """Autocast + (for fp16) dynamic loss scaling, + (at O2) half parameters with fp32 masters."""
+
+    def __init__(self, config: AmpConfig, device: torch.device):
+        self.config = config
+        self.device = torch.device(device)
+        self.dtype = as_dtype(config.dtype)
+        self.scaler = GradScaler(enable=self.dtype == torch.float16, init_loss_scaling=config.init_loss_scaling,
+                                 incr_every_n_steps=config.incr_every_n_steps, device=self.device.type)
+        self.skipped_steps = 0
+        self.optimizer_steps = 0
+        self.scale_history: collections.deque = collections.deque(maxlen=32)
+        if self.scaler.is_enabled():
+            self.scale_history.append((0, float(config.init_loss_scaling)))
+        self._black: tuple = config.custom_black_list
+        self._optimizer = None
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return auto_cast(True, self.config.custom_white_list, self._black, self.config.level, self.dtype,
+                         device_type=self.device.type)
+
+    def setup(self, network: torch.nn.Module, optimizer: Any) -> tuple[torch.nn.Module, Any]:
+        modules = dict(network.named_modules())
+        self._black = tuple(modules[e] if isinstance(e, str) and e in modules else e
+                            for e in self.config.custom_black_list)
+        if self.config.level == "O2":
+            network.to(_placement(self.device))
+            decorate(network, optimizer, "O2", self.dtype, master_weight=self.config.master_weight)
+        self._optimizer = optimizer
+        return network, optimizer
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.scaler.scale(loss).backward()
+
+    def step(self, optimizer: torch.optim.Optimizer, params: Iterable[torch.Tensor], grad_clip: float | None) -> bool:
+        if grad_clip is not None:
+            self.scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(params, grad_clip)
+        before = self.scaler.get_scale() if self.scaler.is_enabled() else 1.0
+        self.scaler.step(optimizer)
+        self.scaler.update()
+        self.optimizer_steps += 1
+        if not self.scaler.is_enabled():
+            return True
+        after = self.scaler.get_scale()
+        if after != before:
+            self.scale_history.append((self.optimizer_steps, after))
+        skipped = after < before
+        self.skipped_steps += int(skipped)
+        return not skipped
+
+    def logs(self) -> dict:
+        scale = self.scaler.get_scale() if self.scaler.is_enabled() else 1.0
+        return {"loss_scale": float(scale), "skipped_steps": self.skipped_steps}
+
+    def callbacks(self) -> list:
+        from sampan.amp.doctor import NanDoctor
+
+        return [NanDoctor(self)] if self.config.doctor else []
+
+    def state_dict(self) -> dict:
+        masters = master_state(self._optimizer) if self._optimizer is not None else []
+        return {"scaler": self.scaler.state_dict(), "skipped_steps": self.skipped_steps,
+                "optimizer_steps": self.optimizer_steps, "masters": masters}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+        self.skipped_steps = int(state.get("skipped_steps", 0))
+        self.optimizer_steps = int(state.get("optimizer_steps", 0))
+        if self._optimizer is not None:
+            load_master_state(self._optimizer, state.get("masters") or [])
+
+
+def _placement(device: torch.device) -> torch.device:
+    """The device this process trains on (under torchrun, CUDA device ``LOCAL_RANK``)."""
+    if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
+        return torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    return device
+
+
+def make_precision(amp: Any, device: torch.device) -> Precision:
+    """``"bf16"``, ``"fp16"``, ``True`` (bf16), a dict of :class:`AmpConfig` fields or an ``AmpConfig``."""
+    if isinstance(amp, Precision):
+        return amp
+    if amp is True:
+        amp = "bf16"
+    if isinstance(amp, str) and amp.lower() in _SHORT:
+        config = AmpConfig(dtype=_SHORT[amp.lower()])
+    elif isinstance(amp, str) and amp.upper() in ("O1", "O2"):
+        config = AmpConfig(level=amp.upper())
+    elif isinstance(amp, dict):
+        config = AmpConfig(**amp)
+    elif isinstance(amp, AmpConfig):
+        config = amp
+    else:
+        raise ValueError(bad_argument("amp", amp, "None, 'bf16', 'fp16' or sampan.amp.AmpConfig(...)",
+                                      "write amp='bf16' (CPU or recent GPUs) or amp='fp16' (CUDA)"))
+    device = torch.device(device)
+    if device.type == "cuda" and config.dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+        raise ValueError(bad_argument("amp", amp, "'fp16' on this GPU", "this GPU has no bfloat16 support"))
+    return AmpPrecision(config, device)

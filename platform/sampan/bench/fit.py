@@ -1,0 +1,155 @@
+"""``sampan bench fit``: a hand-written loop vs ``Model.fit`` vs PyTorch Lightning, and import time.
+
+The same network, data, optimizer, batch size and seed go through each
+trainer in turn (interleaved, repeated, medians), so the ratios are measured
+side by side in one run. Every trainer computes the loss and accuracy per
+epoch; Sampan and Lightning show a progress bar, as users run them.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader
+
+from sampan.bench._timing import print_table
+
+
+def _cnn() -> torch.nn.Module:
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(32 * 16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+
+
+def _mlp() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                               torch.nn.ReLU(), torch.nn.Linear(256, 10))
+
+
+def _hand_loop(make, data, epochs, batch_size) -> float:
+    torch.manual_seed(0)
+    net = make()
+    opt = torch.optim.Adam(net.parameters(), 1e-3)
+    loader = DataLoader(data, batch_size=batch_size, shuffle=True)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    start = time.perf_counter()
+    for _ in range(epochs):
+        net.train()
+        total, correct, seen = 0.0, 0, 0
+        for x, y in loader:
+            out = net(x)
+            loss = loss_fn(out, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(y)
+            correct += (out.argmax(1) == y).sum().item()
+            seen += len(y)
+    return (time.perf_counter() - start) / epochs
+
+
+def _sampan_fit(make, data, epochs, batch_size) -> float:
+    import sampan
+
+    torch.manual_seed(0)
+    net = make()
+    model = sampan.Model(net)
+    model.prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss(), sampan.metric.Accuracy())
+    start = time.perf_counter()
+    with contextlib.redirect_stderr(io.StringIO()):
+        model.fit(data, epochs=epochs, batch_size=batch_size, verbose=1)
+    return (time.perf_counter() - start) / epochs
+
+
+def _lightning(make, data, epochs, batch_size) -> float:
+    import lightning as L
+    import logging
+
+    logging.getLogger("lightning").setLevel(logging.ERROR)
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = make()
+
+        def training_step(self, batch, _):
+            x, y = batch
+            out = self.net(x)
+            loss = torch.nn.functional.cross_entropy(out, y)
+            self.log("acc", (out.argmax(1) == y).float().mean(), prog_bar=True, on_epoch=True)
+            self.log("loss", loss, prog_bar=True, on_epoch=True)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.Adam(self.parameters(), 1e-3)
+
+    torch.manual_seed(0)
+    module = Module()
+    trainer = L.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_model_summary=False, enable_progress_bar=True)
+    loader = DataLoader(data, batch_size=batch_size, shuffle=True)
+    start = time.perf_counter()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        trainer.fit(module, loader)
+    return (time.perf_counter() - start) / epochs
+
+
+def _import_time(module: str, repeat: int) -> list[float]:
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                                 check=True, timeout=120).stdout) for _ in range(repeat)]
+
+
+def import_times(repeat: int = 5) -> dict:
+    """Median ``import torch`` and ``import sampan`` times in fresh interpreters, interleaved."""
+    torch_t, sampan_t = [], []
+    for _ in range(repeat):
+        torch_t += _import_time("torch", 1)
+        sampan_t += _import_time("sampan", 1)
+    t, s = statistics.median(torch_t), statistics.median(sampan_t)
+    return {"import_torch_s": t, "import_sampan_s": s, "ratio": s / t}
+
+
+def run(quick: bool = False) -> dict:
+    from sampan.data import load_dataset
+
+    torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads()))))
+    data = load_dataset("digits", "train")
+    epochs, repeat = (1, 3) if quick else (3, 5)
+    trainers = {"hand-written loop": _hand_loop, "sampan Model.fit": _sampan_fit}
+    try:
+        import lightning  # noqa: F401
+
+        trainers["PyTorch Lightning"] = _lightning
+    except ImportError:
+        print("PyTorch Lightning is not installed (pip install 'sampan[bench]'): skipping that column.")
+    rows, results = [], {}
+    for name, make in (("small CNN", _cnn), ("MLP", _mlp)):
+        times: dict[str, list[float]] = {k: [] for k in trainers}
+        for fn in trainers.values():  # warm-up
+            fn(make, data, 1, 32)
+        for _ in range(repeat):
+            for key, fn in trainers.items():
+                times[key].append(fn(make, data, epochs, 32))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        base = med["hand-written loop"]
+        for key, value in med.items():
+            rows.append({"model": name, "trainer": key, "s/epoch": value, "vs hand loop": value / base})
+        results[name] = {k: {"s_per_epoch": v, "ratio": v / base} for k, v in med.items()}
+    print_table(f"fit: digits train split (1,257 images), batch 32, {epochs} epochs, median of {repeat}, "
+                f"{torch.get_num_threads()} threads", rows, ["model", "trainer", "s/epoch", "vs hand loop"])
+    imports = import_times(3 if quick else 7)
+    print_table("import time (fresh interpreter, median)", [
+        {"import": "torch", "seconds": imports["import_torch_s"], "ratio": 1.0},
+        {"import": "sampan", "seconds": imports["import_sampan_s"], "ratio": imports["ratio"]}],
+        ["import", "seconds", "ratio"])
+    results["import"] = imports
+    return results

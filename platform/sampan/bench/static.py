@@ -1,0 +1,97 @@
+"""``sampan bench static``: eager vs ``to_static`` vs the exported predictor vs ONNX Runtime (CPU).
+
+LeNet and resnet18 at batch 1 and 32, timed side by side (interleaved medians) in
+one run. Compilation and export times are reported separately.
+"""
+from __future__ import annotations
+
+import copy
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from sampan.bench._timing import interleaved, print_table
+from sampan.spec import InputSpec
+
+BATCHES = (1, 32)
+
+
+def _models() -> dict:
+    from sampan.vision.models import LeNet, resnet18
+
+    torch.manual_seed(0)
+    return {
+        "lenet": (LeNet().eval(), InputSpec([None, 1, 28, 28], "float32", "image")),
+        "resnet18": (resnet18().eval(), InputSpec([None, 3, 224, 224], "float32", "image")),
+    }
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def _prepare(name: str, net, spec: InputSpec, folder: Path, *, aoti: bool) -> dict:
+    """Compiles and exports once; returns the callables and the compile times."""
+    import sampan
+    from sampan.inference import Config, create_predictor
+    from sampan.onnx.export import ort_session
+
+    static = sampan.jit.to_static(copy.deepcopy(net), input_spec=[spec])
+    prefix = folder / name
+    compile_s = {}
+    _, compile_s["jit.save pt2"] = _timed(lambda: sampan.jit.save(net, prefix, input_spec=[spec]))
+    if aoti:
+        _, compile_s["jit.save aoti"] = _timed(lambda: sampan.jit.save(net, prefix, input_spec=[spec], format="aoti"))
+    _, compile_s["onnx.export"] = _timed(lambda: sampan.onnx.export(net, prefix, input_spec=[spec]))
+    predictor, compile_s["create_predictor"] = _timed(lambda: create_predictor(Config(prefix)))
+    session = ort_session(f"{prefix}.onnx", threads=torch.get_num_threads())
+    return {"static": static, "predictor": predictor, "session": session, "compile_s": compile_s}
+
+
+def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) -> dict:
+    x = spec.example(batch=batch)
+    xn = x.numpy()
+    static, predictor, session = parts["static"], parts["predictor"], parts["session"]
+    with torch.inference_mode():
+        _, first_call = _timed(lambda: static(x))  # compiles for this size range (1, 2..15, 16+)
+        times = interleaved({
+            "eager": lambda: net(x),
+            "to_static": lambda: static(x),
+            "predictor": lambda: predictor.run([xn]),
+            "onnxruntime": lambda: session.run(None, {spec.name: xn}),
+        }, repeat=repeat, warmup=2)
+    return {
+        "model": name, "batch": batch,
+        **{f"{k} ms": v * 1e3 for k, v in times.items()},
+        "eager/to_static": times["eager"] / times["to_static"],
+        "eager/predictor": times["eager"] / times["predictor"],
+        "predictor/ort": times["predictor"] / times["onnxruntime"],
+        "predictor backend": predictor.backend,
+        "to_static compile s": first_call,
+    }
+
+
+def run(quick: bool = False) -> dict:
+    """Measures and prints the table; returns ``{"rows": [...], "compile_s": {...}, "threads": n}``."""
+    rows, compile_s = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (net, spec) in _models().items():
+            parts = _prepare(name, net, spec, Path(tmp), aoti=not quick)
+            compile_s[name] = parts["compile_s"]
+            for batch in BATCHES:
+                repeat = (5 if quick else 20) if batch == 1 or name == "lenet" else (3 if quick else 10)
+                rows.append(_row(name, batch, net, spec, parts, repeat))
+    columns = ["model", "batch", "eager ms", "to_static ms", "predictor ms", "onnxruntime ms", "eager/to_static",
+               "eager/predictor", "predictor/ort", "predictor backend"]
+    print_table(f"static: eager vs to_static vs predictor vs ONNX Runtime (CPU, {torch.get_num_threads()} threads)",
+                rows, columns)
+    compile_rows = [{"model": m, **{k: v for k, v in c.items()},
+                     **{f"to_static b{r['batch']}": r["to_static compile s"] for r in rows if r["model"] == m}}
+                    for m, c in compile_s.items()]
+    print_table("static: compile and export times (s)", compile_rows,
+                sorted({k for r in compile_rows for k in r}, key=lambda k: (k != "model", k)))
+    return {"rows": rows, "compile_s": compile_s, "threads": torch.get_num_threads()}

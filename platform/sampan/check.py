@@ -1,0 +1,211 @@
+"""``sampan.run_check()``: an executable self-check that proves each capability by running it.
+
+Paddle's ``run_check`` runs one tiny program. This one runs, and times, a
+forward and backward pass on each device, a bf16 autocast step, a
+``torch.compile`` smoke test and a two-process gloo all-reduce, and reports
+versions and what works. ``sampan check`` exits 1 when something required fails.
+"""
+from __future__ import annotations
+
+import platform
+import socket
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import torch
+
+from sampan._version import __version__
+
+
+@dataclass
+class CheckItem:
+    """One capability: its name, whether it worked, whether it is required, and details."""
+
+    name: str
+    ok: bool
+    required: bool
+    detail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class CheckReport:
+    """The result of :func:`run_check`; ``ok`` is True when every required item passed."""
+
+    versions: dict = field(default_factory=dict)
+    items: list[CheckItem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(item.ok for item in self.items if item.required)
+
+    def __getitem__(self, name: str) -> CheckItem:
+        for item in self.items:
+            if item.name == name:
+                return item
+        raise KeyError(name)
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "versions": self.versions, "items": [asdict(i) for i in self.items]}
+
+    def __str__(self) -> str:
+        lines = ["Sampan environment check", ""]
+        lines += [f"  {k:<12} {v}" for k, v in self.versions.items()]
+        lines.append("")
+        for i in self.items:
+            mark = "ok  " if i.ok else ("FAIL" if i.required else "warn")
+            lines.append(f"  [{mark}] {i.name:<34} {i.seconds:6.2f}s  {i.detail}")
+        lines.append("")
+        lines.append("Sampan is ready." if self.ok else "Something required failed: see the FAIL lines above.")
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        rows = "\n".join(f"| {'✅' if i.ok else ('❌' if i.required else '⚠️')} | {i.name} | {i.seconds:.2f} s | "
+                         f"{i.detail} |" for i in self.items)
+        versions = ", ".join(f"{k} {v}" for k, v in self.versions.items())
+        verdict = "**Sampan is ready.**" if self.ok else "**Something required failed.**"
+        return f"{versions}\n\n| | check | time | detail |\n|---|---|---|---|\n{rows}\n\n{verdict}"
+
+
+def _versions() -> dict:
+    info = {"sampan": __version__, "python": platform.python_version(), "torch": torch.__version__,
+            "platform": f"{platform.system()} {platform.machine()}", "cpu threads": torch.get_num_threads()}
+    try:
+        import torchvision
+
+        info["torchvision"] = torchvision.__version__
+    except ImportError:
+        info["torchvision"] = "missing"
+    if torch.cuda.is_available():
+        info["cuda"] = f"{torch.version.cuda}, {torch.cuda.device_count()} device(s): " + ", ".join(
+            torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+    else:
+        info["cuda"] = "no GPU visible"
+    return info
+
+
+def _train_step(device: str, dtype: torch.dtype | None = None) -> str:
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(4 * 6 * 6, 10)).to(device)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    x, y = torch.randn(8, 1, 8, 8, device=device), torch.randint(0, 10, (8,), device=device)
+    losses = []
+    for _ in range(3):
+        with torch.autocast(device_type=torch.device(device).type, dtype=dtype, enabled=dtype is not None):
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    if not all(torch.isfinite(torch.tensor(losses))) or not losses[-1] < losses[0]:
+        raise RuntimeError(f"the loss did not decrease over 3 steps: {losses}")
+    return f"loss {losses[0]:.3f} -> {losses[-1]:.3f}"
+
+
+def _compile_smoke() -> str:
+    def f(x):
+        return torch.sin(x) * 2 + x.cos()
+
+    compiled = torch.compile(f)
+    x = torch.randn(64)
+    if not torch.allclose(compiled(x), f(x), atol=1e-5):
+        raise RuntimeError("compiled output differs from eager")
+    return "inductor compiled and matched eager"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _allreduce_worker(rank: int, world: int, port: int, queue) -> None:
+    import torch.distributed as dist
+
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+        t = torch.tensor([float(rank + 1)])
+        dist.all_reduce(t)
+        queue.put((rank, float(t)))
+        dist.destroy_process_group()
+    except Exception as exc:  # reported to the parent, which decides
+        queue.put((rank, f"{type(exc).__name__}: {exc}"))
+
+
+def _gloo_allreduce(timeout: float = 60.0) -> str:
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_allreduce_worker, args=(r, 2, port, queue), daemon=True) for r in range(2)]
+    for p in procs:
+        p.start()
+    results = {}
+    deadline = time.monotonic() + timeout
+    while len(results) < 2 and time.monotonic() < deadline:
+        try:
+            rank, value = queue.get(timeout=max(0.1, deadline - time.monotonic()))
+            results[rank] = value
+        except Exception:
+            break
+    for p in procs:
+        p.join(timeout=5)
+        if p.is_alive():
+            p.kill()
+    missing = sorted(set(range(2)) - set(results))
+    if missing:
+        raise RuntimeError(f"rank(s) {missing} did not report within {timeout:.0f} s")
+    if any(v != 3.0 for v in results.values()):
+        raise RuntimeError(f"all-reduce gave {results}, expected 3.0 on both ranks")
+    return "2 processes, sum 1+2 = 3 on both ranks"
+
+
+def _run(name: str, fn: Callable[[], str], required: bool) -> CheckItem:
+    start = time.perf_counter()
+    try:
+        detail, ok = fn(), True
+    except Exception as exc:  # a failed check is a result, not a crash
+        detail, ok = f"{type(exc).__name__}: {exc}".splitlines()[0][:300], False
+        if required:
+            detail += " | " + traceback.format_exc(limit=1).splitlines()[-1][:200]
+    return CheckItem(name, ok, required, detail, time.perf_counter() - start)
+
+
+def run_check(*, compile: bool = True, distributed: bool = True, verbose: bool = True) -> CheckReport:
+    """Runs every check, prints the report (``verbose``) and returns it.
+
+    Args:
+        compile: include the ``torch.compile`` smoke test (needs a C compiler; ~10-30 s on 2 cores).
+        distributed: include the two-process gloo all-reduce.
+        verbose: print the report.
+
+    Returns:
+        A :class:`CheckReport`; ``report.ok`` is False when a required check failed.
+
+    Example:
+        >>> report = sampan.run_check(compile=False)  # doctest: +SKIP
+        >>> report.ok
+        True
+    """
+    report = CheckReport(versions=_versions())
+    report.items.append(_run("cpu: forward + backward", lambda: _train_step("cpu"), required=True))
+    report.items.append(_run("cpu: bf16 autocast step", lambda: _train_step("cpu", torch.bfloat16), required=False))
+    for i in range(torch.cuda.device_count() if torch.cuda.is_available() else 0):
+        dev = f"cuda:{i}"
+        report.items.append(_run(f"{dev}: forward + backward", lambda d=dev: _train_step(d), required=True))
+        report.items.append(_run(f"{dev}: fp16 autocast step", lambda d=dev: _train_step(d, torch.float16),
+                                 required=False))
+        report.items.append(_run(f"{dev}: bf16 autocast step", lambda d=dev: _train_step(d, torch.bfloat16),
+                                 required=False))
+    if compile:
+        report.items.append(_run("torch.compile (inductor)", _compile_smoke, required=False))
+    if distributed:
+        report.items.append(_run("distributed: gloo all-reduce x2", _gloo_allreduce, required=True))
+    if verbose:
+        print(report, file=sys.stdout, flush=True)
+    return report

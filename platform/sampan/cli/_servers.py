@@ -1,0 +1,40 @@
+"""Helpers shared by ``sampan lab`` and ``sampan dashboard``: where the courses are, ports, the kernel."""
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+
+def notebooks_dir() -> Path:
+    """``notebooks/`` of the source checkout; a clear error when Sampan runs without one."""
+    from sampan.utils.io import repo_root
+
+    root = repo_root()
+    if root is None or not (root / "notebooks").is_dir():
+        raise FileNotFoundError("Cannot find the notebooks/ folder: Sampan is not running from a source checkout. "
+                                "HINT: clone the repository, or set SAMPAN_HOME to it.")
+    return root / "notebooks"
+
+
+def free_port(preferred: int | None = None) -> int:
+    """``preferred`` when it is free on 127.0.0.1, else a free port the system picks."""
+    for port in ([preferred] if preferred else []) + [0]:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise OSError("no free port on 127.0.0.1")  # pragma: no cover
+
+
+def ensure_kernel() -> None:
+    """Installs the ``sampan`` kernel spec into this environment when it is missing (lessons name it)."""
+    from jupyter_client.kernelspec import find_kernel_specs
+
+    if "sampan" not in find_kernel_specs():
+        from sampan.cli.kernel import install
+
+        dest = install(prefix=sys.prefix)
+        print(f"Installed the 'Sampan (Python 3)' kernel spec in {dest}", file=sys.stderr)

@@ -1,0 +1,131 @@
+"""``sampan export CHECKPOINT --format pt2|aoti|onnx --input-spec NAME:DTYPE:SHAPE``.
+
+CHECKPOINT is a Sampan training checkpoint (``model.save``) or a bare ``state_dict``
+file, with ``--network module:factory`` to build the network; or an exported
+``.pt2`` (``sampan.jit.save``), converted to another format with its saved specs.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from pathlib import Path
+
+_SPEC_HELP = ("NAME:DTYPE:SHAPE, e.g. image:float32:None,1,28,28 (None, -1 or ? for a dynamic dim); "
+              "repeat for several inputs")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("export", help="export a checkpoint to pt2, aoti or onnx",
+                       description=__doc__.split("\n\n")[1] if __doc__ else None)
+    p.add_argument("checkpoint", help="training checkpoint (.pt), state_dict file, or exported .pt2")
+    p.add_argument("--format", choices=["pt2", "aoti", "onnx"], default="pt2", help="what to write (default pt2)")
+    p.add_argument("--input-spec", action="append", default=[], metavar="SPEC", help=_SPEC_HELP)
+    p.add_argument("--network", metavar="MODULE:FACTORY",
+                   help="builds the network, e.g. sampan.vision.models:LeNet (not needed for a .pt2)")
+    p.add_argument("--output", metavar="PREFIX", help="output prefix (default: the checkpoint path without suffix)")
+    p.add_argument("--output-name", action="append", default=None, metavar="NAME", help="output name(s)")
+    p.add_argument("--no-verify", action="store_true", help="skip the comparison with eager")
+
+
+def parse_input_spec(text: str):
+    """``image:float32:None,1,28,28`` (brackets optional) -> ``InputSpec``."""
+    from sampan.errors import bad_argument
+    from sampan.spec import InputSpec
+
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise ValueError(bad_argument("--input-spec", text, "NAME:DTYPE:SHAPE", "write image:float32:None,1,28,28"))
+    name, dtype, shape_text = parts
+    dims = []
+    for item in filter(None, re.split(r"[,\s\[\]()x]+", shape_text)):
+        if item.lower() in ("none", "-1", "?"):
+            dims.append(None)
+        elif item.isdigit():
+            dims.append(int(item))
+        else:
+            raise ValueError(bad_argument("--input-spec", text, "a shape of ints and None",
+                                          "write image:float32:None,1,28,28"))
+    return InputSpec(dims, dtype, name or None)
+
+
+def _build_network(factory: str | None, checkpoint: Path):
+    import torch
+
+    from sampan.errors import bad_argument
+
+    if not factory or ":" not in factory:
+        raise ValueError(bad_argument("--network", factory, "MODULE:FACTORY that builds the network",
+                                      "write --network sampan.vision.models:LeNet"))
+    module_name, attr = factory.split(":", 1)
+    network = getattr(importlib.import_module(module_name), attr)()
+    state = _read_state(checkpoint, torch)
+    network.load_state_dict(state)
+    return network.eval()
+
+
+def _read_state(checkpoint: Path, torch) -> dict:
+    from sampan.errors import CheckpointError
+
+    if not checkpoint.is_file():
+        raise FileNotFoundError(f"Expected CHECKPOINT to be a file. Received: {str(checkpoint)!r}, which does not "
+                                "exist. HINT: pass the path written by model.save() or torch.save(state_dict).")
+    try:
+        payload = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise CheckpointError(f"Could not read {str(checkpoint)!r}: {exc}", path=str(checkpoint)) from exc
+    if isinstance(payload, dict) and isinstance(payload.get("model"), dict):
+        return payload["model"]  # a Sampan training checkpoint
+    if isinstance(payload, dict) and all(isinstance(v, torch.Tensor) for v in payload.values()):
+        return payload
+    raise CheckpointError(f"{str(checkpoint)!r} holds neither a Sampan checkpoint nor a state_dict.",
+                          path=str(checkpoint))
+
+
+def _from_pt2(path: Path, specs):
+    import torch
+
+    from sampan.jit import _artifacts as art
+
+    prefix = art.prefix_of(path)
+    meta = art.read_metadata(prefix)
+    file = art.check_artifact(prefix, meta, "pt2")
+    return torch.export.load(str(file)).module(), specs or meta["_specs"], meta["outputs"]
+
+
+def export_checkpoint(args) -> Path:
+    from sampan.jit import _artifacts as art
+
+    checkpoint = Path(args.checkpoint)
+    specs = [parse_input_spec(s) for s in args.input_spec]
+    names = args.output_name
+    if checkpoint.name.endswith(".pt2"):
+        network, specs, saved_names = _from_pt2(checkpoint, specs)
+        names = names or saved_names
+        default_prefix = Path(str(art.prefix_of(checkpoint)))
+    else:
+        network = _build_network(args.network, checkpoint)
+        default_prefix = checkpoint.with_suffix("")
+    prefix = Path(args.output) if args.output else default_prefix
+    verify = not args.no_verify
+    if args.format == "onnx":
+        from sampan.onnx import export
+
+        return export(network, prefix, input_spec=specs, output_names=names, verify=verify)
+    from sampan.jit import save
+
+    return save(network, prefix, input_spec=specs, format=args.format, output_names=names, verify=verify)
+
+
+def run(args) -> int:
+    from sampan.errors import SampanError
+
+    try:
+        written = export_checkpoint(args)
+    except (ValueError, TypeError, FileNotFoundError, SampanError) as exc:
+        print(f"sampan export: {exc}", file=sys.stderr)
+        return 1
+    from sampan.jit import _artifacts as art
+
+    print(f"wrote {written} and {art.meta_path(art.prefix_of(written))}")
+    return 0

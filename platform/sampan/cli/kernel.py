@@ -1,0 +1,120 @@
+"""``sampan kernel install``: the "Sampan (Python 3)" Jupyter kernel spec, bound to this interpreter.
+
+The spec lives in ``kernels/sampan/`` (``kernel.json`` and two logos). Installing
+copies it with ``argv[0]`` replaced by :data:`sys.executable`, so lessons that
+name the ``sampan`` kernel run in the environment Sampan is installed in.
+``SAMPAN_DATA`` and ``OMP_NUM_THREADS`` pass through from whoever starts the
+kernel (JupyterLab, papermill) unless pinned with ``--data-dir`` / ``--threads``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sampan.errors import bad_argument
+
+KERNEL_NAME = "sampan"
+DISPLAY_NAME = "Sampan (Python 3)"
+
+
+def spec_source_dir() -> Path | None:
+    """``kernels/sampan`` of the source checkout, or ``None`` when Sampan runs from a wheel."""
+    from sampan.utils.io import repo_root
+
+    root = repo_root()
+    path = root / "kernels" / KERNEL_NAME if root else None
+    return path if path is not None and (path / "kernel.json").is_file() else None
+
+
+def kernel_spec(*, threads: int | None = None, data_dir: str | None = None) -> dict[str, Any]:
+    """The ``kernel.json`` content bound to :data:`sys.executable`.
+
+    Args:
+        threads: pin ``OMP_NUM_THREADS`` for the kernel; ``None`` lets it pass through.
+        data_dir: pin ``SAMPAN_DATA`` for the kernel; ``None`` lets it pass through.
+
+    Example:
+        >>> kernel_spec()["display_name"]
+        'Sampan (Python 3)'
+    """
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError(bad_argument("threads", threads, "a positive int", "pass --threads 2, or omit it"))
+    source = spec_source_dir()
+    if source is not None:
+        spec = json.loads((source / "kernel.json").read_text(encoding="utf-8"))
+    else:
+        spec = {"argv": ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": DISPLAY_NAME, "language": "python", "interrupt_mode": "signal",
+                "env": {}, "metadata": {"debugger": True}}
+    spec["argv"] = [sys.executable, *spec["argv"][1:]]
+    env = dict(spec.get("env") or {})
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    if data_dir is not None:
+        env["SAMPAN_DATA"] = str(Path(data_dir).expanduser().resolve())
+    spec["env"] = env
+    return spec
+
+
+def install(*, user: bool = False, prefix: str | None = None, threads: int | None = None,
+            data_dir: str | None = None) -> str:
+    """Installs the spec with ``jupyter_client``'s ``KernelSpecManager.install_kernel_spec``; returns its folder.
+
+    Example:
+        >>> install(prefix=sys.prefix)  # doctest: +SKIP
+        '.../.venv/share/jupyter/kernels/sampan'
+    """
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    with tempfile.TemporaryDirectory(prefix="sampan-kernel-") as tmp:
+        staged = Path(tmp) / KERNEL_NAME
+        source = spec_source_dir()
+        if source is not None:
+            shutil.copytree(source, staged)
+        else:
+            staged.mkdir()
+        spec = kernel_spec(threads=threads, data_dir=data_dir)
+        (staged / "kernel.json").write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
+        return KernelSpecManager().install_kernel_spec(str(staged), KERNEL_NAME, user=user, prefix=prefix)
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("kernel", help="install the 'Sampan (Python 3)' Jupyter kernel spec",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="kernel_command", metavar="ACTION")
+    inst = sub.add_parser("install", help="bind the kernel spec to this Python interpreter")
+    where = inst.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="install for the current user (~/.local/share/jupyter)")
+    where.add_argument("--sys-prefix", action="store_true", help=f"install into this environment ({sys.prefix})")
+    where.add_argument("--prefix", default=None, help="install under this prefix")
+    inst.add_argument("--threads", type=int, default=None, help="pin OMP_NUM_THREADS for the kernel")
+    inst.add_argument("--data-dir", default=None, help="pin SAMPAN_DATA for the kernel")
+
+
+def run(args) -> int:
+    if getattr(args, "kernel_command", None) != "install":
+        print("usage: sampan kernel install [--user | --sys-prefix | --prefix DIR]", file=sys.stderr)
+        return 2
+    prefix = sys.prefix if args.sys_prefix else args.prefix
+    user = bool(args.user) or (prefix is None and not _in_virtualenv())
+    try:
+        dest = install(user=user, prefix=prefix, threads=args.threads, data_dir=args.data_dir)
+    except ValueError as exc:
+        print(f"sampan kernel install: {exc}", file=sys.stderr)
+        return 2
+    print(f"Installed kernel spec '{KERNEL_NAME}' ({DISPLAY_NAME}) in {dest}")
+    print(f"  python: {sys.executable}")
+    return 0
+
+
+def _in_virtualenv() -> bool:
+    """Inside a venv the default is the environment itself, elsewhere the user's folder."""
+    if sys.prefix != getattr(sys, "base_prefix", sys.prefix):
+        return True
+    return bool(os.environ.get("CONDA_PREFIX"))

@@ -1,0 +1,79 @@
+"""``sampan path list | run``: the learning path with your progress, and its headless runner.
+
+Examples:
+    sampan path list
+    sampan path run --stage beginner --quick
+    sampan path run --lesson first_model --output runs/ --keep-going
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("path", help="list or run the learning path", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--manifest", default=None, help="the path.yaml to use (default notebooks/path.yaml)")
+    sub = parser.add_subparsers(dest="path_command", metavar="ACTION")
+    sub.add_parser("list", help="show stages, lessons, estimated time and your progress")
+    run = sub.add_parser("run", help="execute lessons with papermill and write report.html / report.json")
+    run.add_argument("--stage", default=None, help="only this stage (beginner, intermediate, advanced)")
+    run.add_argument("--lesson", action="append", default=None, help="only this lesson (repeatable)")
+    run.add_argument("--quick", action="store_true", help="QUICK=True: small data, few epochs, quick ranges")
+    run.add_argument("--output", default=None, help="folder receiving the new <timestamp>/ run folder (default ./runs)")
+    run.add_argument("--keep-going", action="store_true", help="run the remaining lessons after a failure")
+    run.add_argument("--timeout", type=float, default=None, help="seconds per lesson (default from path.yaml)")
+    run.add_argument("--seed", type=int, default=None, help="SEED injected into every lesson")
+    run.add_argument("--data-dir", default=None, help="DATA_DIR / SAMPAN_DATA for the lessons")
+    run.add_argument("--kernel", default=None, help="kernel to run the lessons in (default: the one they name)")
+
+
+def run(args) -> int:
+    from sampan.path import PathManifestError
+
+    try:
+        if args.path_command == "list":
+            return _list(args)
+        if args.path_command == "run":
+            return _run(args)
+    except (PathManifestError, ValueError, FileNotFoundError) as exc:
+        print(f"sampan path: {exc}", file=sys.stderr)
+        return 2
+    print("usage: sampan path {list,run} [options]; see `sampan path run --help`", file=sys.stderr)
+    return 2
+
+
+def _list(args) -> int:
+    from sampan.path import load_path, load_progress
+
+    path = load_path(args.manifest)
+    progress = load_progress()
+    total = len(path.lessons)
+    done = sum(1 for x in path.lessons if progress.get(x.id, {}).get("status") == "passed")
+    print(f"{path.title}: {done}/{total} lessons done   (manifest {path.file})")
+    for stage in path.stages:
+        minutes = sum(x.minutes["full"] for x in stage.lessons)
+        print(f"\n{stage.title}  [{stage.id}]  ~{minutes:g} min")
+        if not stage.lessons:
+            print("    (no lessons yet)")
+        for lesson in stage.lessons:
+            entry = progress.get(lesson.id, {})
+            mark = {"passed": "✔", "failed": "✘"}.get(entry.get("status"), "·")
+            req = f"  after {', '.join(lesson.requires)}" if lesson.requires else ""
+            print(f"  {mark} {lesson.id:32s} {lesson.minutes['full']:>4g} min  {lesson.relative_notebook(path.root)}{req}")
+    return 0
+
+
+def _run(args) -> int:
+    from sampan.path import run as run_path
+
+    report = run_path(stage=args.stage, lesson=args.lesson, quick=args.quick, output_dir=args.output,
+                      keep_going=args.keep_going, manifest=args.manifest, data_dir=args.data_dir, seed=args.seed,
+                      timeout=args.timeout, kernel_name=args.kernel, progress=True)
+    for result in report.lessons:
+        mark = {"passed": "✔", "failed": "✘", "skipped": "-", "not_run": "·"}[result.status]
+        line = f"{mark} {result.lesson:32s} {result.status:8s} {result.duration_s:7.1f} s"
+        print(line + (f"  {result.reason}" if result.reason and result.status != "passed" else ""))
+    print(f"report: {report.html_path}")
+    return 0 if report.ok else 1

@@ -1,0 +1,114 @@
+"""The process group: ``paddle.distributed.init_parallel_env`` on ``torch.distributed.init_process_group``.
+
+torchrun (``sampan launch``), ``spawn`` and ``notebook_launcher`` set ``RANK``,
+``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``; this module
+reads them. On a CUDA machine the group is ``cpu:gloo,cuda:nccl`` so CPU
+tensors (metrics, barriers with timeouts) travel over gloo and GPU tensors over
+NCCL.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+
+import torch
+import torch.distributed as dist
+
+from sampan.errors import SampanError, bad_argument
+
+TIMEOUT_ENV = "SAMPAN_DIST_TIMEOUT"
+
+
+class DistributedError(SampanError):
+    """A distributed job failed: a rank raised, exited, or did not arrive at a collective.
+
+    Attributes:
+        ranks: the ranks concerned (that failed, or that did not arrive), when known.
+    """
+
+    def __init__(self, message: str, *, ranks: list[int] | None = None):
+        super().__init__(message)
+        self.ranks = list(ranks or [])
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago (bind port 0 and read it back)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def timeout_seconds(timeout: float | None = None) -> float | None:
+    """``timeout``, else ``$SAMPAN_DIST_TIMEOUT``, else ``None`` (torch's default: 30 minutes)."""
+    if timeout is None and os.environ.get(TIMEOUT_ENV):
+        timeout = float(os.environ[TIMEOUT_ENV])
+    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ValueError(bad_argument("timeout", timeout, "a positive number of seconds"))
+    return None if timeout is None else float(timeout)
+
+
+def get_rank() -> int:
+    """This process's rank (``paddle.distributed.get_rank``): 0 outside a distributed job."""
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else int(os.environ.get("RANK", 0))
+
+
+def get_world_size() -> int:
+    """The number of processes (``paddle.distributed.get_world_size``): 1 outside a distributed job."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size()
+    return int(os.environ.get("WORLD_SIZE", 1))
+
+
+def get_local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", 0))
+
+
+def default_backend() -> str:
+    return "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+
+
+def init_parallel_env(backend: str | None = None, timeout: float | None = None) -> bool:
+    """Joins the process group described by the environment (``paddle.distributed.init_parallel_env``).
+
+    Calls ``torch.distributed.init_process_group`` once; later calls do nothing. Outside a launcher
+    (no ``WORLD_SIZE``) it starts a group of one process, so DDP code runs unchanged.
+
+    Args:
+        backend: ``"gloo"``, ``"nccl"`` or ``"cpu:gloo,cuda:nccl"``; defaults to the last when CUDA is
+            present, else gloo.
+        timeout: seconds a collective may wait before it fails (default ``$SAMPAN_DIST_TIMEOUT`` or 30 min).
+
+    Returns:
+        True when this call created the group.
+
+    Example:
+        >>> init_parallel_env()  # doctest: +SKIP
+        >>> get_rank(), get_world_size()  # doctest: +SKIP
+        (0, 2)
+    """
+    if not dist.is_available():
+        raise RuntimeError("torch.distributed is not available in this PyTorch build.")
+    if dist.is_initialized():
+        return False
+    seconds = timeout_seconds(timeout)
+    kwargs = {"timeout": datetime.timedelta(seconds=seconds)} if seconds else {}
+    if "WORLD_SIZE" not in os.environ or "MASTER_ADDR" not in os.environ:
+        if int(os.environ.get("WORLD_SIZE", 1)) > 1:
+            raise DistributedError(
+                f"WORLD_SIZE={os.environ['WORLD_SIZE']} but MASTER_ADDR/MASTER_PORT are not set. HINT: start the "
+                f"script with `sampan launch --nproc_per_node N script.py` (torchrun), or use "
+                f"sampan.distributed.spawn / notebook_launcher.")
+        kwargs.update(init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    if torch.cuda.is_available():
+        torch.cuda.set_device(get_local_rank())
+    dist.init_process_group(backend=backend or default_backend(), **kwargs)
+    return True
+
+
+def local_device(device: torch.device) -> torch.device:
+    """``cuda`` -> ``cuda:LOCAL_RANK`` (one GPU per process); other devices unchanged."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.device("cuda", get_local_rank())
+    return device

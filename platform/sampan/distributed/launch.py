@@ -1,0 +1,95 @@
+"""``sampan launch`` / ``python -m sampan.distributed.launch``: torchrun with Sampan's defaults.
+
+Everything is passed to ``torch.distributed.run`` (torchrun) unchanged, with two
+additions: a single-node job without rendezvous options gets ``--standalone``
+(a free local port), and ``--timeout SECONDS`` sets ``$SAMPAN_DIST_TIMEOUT``,
+how long a collective may wait before it fails. When one rank raises, torchrun
+stops the others and the job ends with that rank's traceback.
+
+Example:
+    sampan launch --nproc_per_node 2 train.py --epochs 3
+    sampan launch --nnodes 2 --node_rank 0 --master_addr 10.0.0.1 --master_port 29500 train.py
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+_RENDEZVOUS = ("--nnodes", "--rdzv_endpoint", "--rdzv-endpoint", "--master_addr", "--master-addr", "--standalone",
+               "--rdzv_backend", "--rdzv-backend")
+
+
+def _flags() -> set[str]:
+    """torchrun's options that take no value (read from its own parser, so they stay in step with torch)."""
+    from torch.distributed.run import get_args_parser
+
+    return {s for a in get_args_parser()._actions if a.nargs == 0 for s in a.option_strings}
+
+
+def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``[torchrun options...]``, ``[script, script args...]``."""
+    flags = _flags()
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if not token.startswith("-"):
+            break
+        i += 1 if token in flags or "=" in token else 2
+    return argv[:i], argv[i:]
+
+
+def build_torchrun_args(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The torchrun argument list and extra environment for ``sampan launch argv``."""
+    options, script = split_argv(list(argv))
+    env: dict[str, str] = {}
+    cleaned: list[str] = []
+    i = 0
+    while i < len(options):
+        token = options[i]
+        if token == "--timeout" or token.startswith("--timeout="):
+            value = token.split("=", 1)[1] if "=" in token else options[i + 1]
+            env["SAMPAN_DIST_TIMEOUT"] = str(float(value))
+            i += 1 if "=" in token else 2
+            continue
+        cleaned.append(token)
+        i += 1
+    names = {t.split("=", 1)[0] for t in cleaned if t.startswith("-")}
+    nnodes = next((t.split("=", 1)[1] for t in cleaned if t.startswith("--nnodes=")), None)
+    if "--nnodes" in cleaned:
+        nnodes = cleaned[cleaned.index("--nnodes") + 1]
+    single_node = nnodes in (None, "1", "1:1")
+    if single_node and not names.intersection(_RENDEZVOUS[2:]):
+        cleaned.insert(0, "--standalone")
+    return cleaned + script, env
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs torchrun in this process; returns the exit code (1 when a rank failed)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        print("\nOptions of torchrun (all accepted):")
+        from torch.distributed.run import get_args_parser
+
+        get_args_parser().print_help()
+        return 0
+    args, env = build_torchrun_args(argv)
+    _, script = split_argv(args)
+    if not script:
+        print("sampan launch: no script given. Usage: sampan launch [--nproc_per_node N] script.py [args]",
+              file=sys.stderr)
+        return 2
+    os.environ.update(env)
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
+
+    try:
+        run(parse_args(args))
+    except ChildFailedError as exc:
+        print(f"sampan launch: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

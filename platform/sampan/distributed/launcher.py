@@ -1,0 +1,214 @@
+"""``spawn`` and ``notebook_launcher``: several training processes started from Python or a notebook.
+
+Both run ``fn(*args)`` in ``nprocs`` fresh processes (``torch.multiprocessing``
+with the ``spawn`` start method) with the torchrun environment (``RANK``,
+``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``) set, so
+``Model.fit`` inside ``fn`` trains with DDP. ``fn`` and ``args`` travel by
+cloudpickle, which also carries functions defined in a notebook (``__main__``),
+where plain pickling fails under spawn. Fresh processes do not inherit the
+kernel's CUDA context, so CUDA initialised in the notebook does no harm (a
+forked child would fail). When one rank raises, the others are terminated and
+:class:`~sampan.distributed.env.DistributedError` carries that rank's traceback.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from sampan.distributed.env import TIMEOUT_ENV, DistributedError, free_port
+from sampan.errors import bad_argument
+from sampan.utils.imports import require
+
+
+def _worker(local_rank: int, payload: bytes, nprocs: int, port: int, threads: int, result_dir: str,
+            timeout: float | None) -> None:
+    os.environ.update(RANK=str(local_rank), LOCAL_RANK=str(local_rank), WORLD_SIZE=str(nprocs),
+                      LOCAL_WORLD_SIZE=str(nprocs), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                      OMP_NUM_THREADS=str(threads))
+    if timeout is not None:
+        os.environ[TIMEOUT_ENV] = str(timeout)
+    torch.set_num_threads(threads)
+    cloudpickle = require("cloudpickle")
+    fn, args = cloudpickle.loads(payload)
+    try:
+        result = fn(*args)
+    except BaseException:
+        note = {"time": time.time(), "traceback": traceback.format_exc()}
+        Path(result_dir, f"{local_rank}.err").write_text(json.dumps(note))
+        raise
+    finally:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    try:
+        data = cloudpickle.dumps(result)
+    except Exception as exc:  # noqa: BLE001 - a result that cannot travel back is reported, not fatal
+        data = cloudpickle.dumps(_Unpicklable(f"{type(result).__name__}: {exc}"))
+    Path(result_dir, f"{local_rank}.pkl").write_bytes(data)
+
+
+class _Unpicklable:
+    def __init__(self, why: str):
+        self.why = why
+
+    def __repr__(self) -> str:
+        return f"<result not picklable: {self.why}>"
+
+
+def _explain_unpicklable(fn: Callable, args: Sequence, exc: Exception, dumps: Callable) -> str:
+    """Finds which argument, closure variable or global of ``fn`` cannot be pickled."""
+
+    def fails(obj: Any) -> str | None:
+        try:
+            dumps(obj)
+            return None
+        except Exception as err:  # noqa: BLE001
+            return f"{type(err).__name__}: {err}"
+
+    culprits = [f"args[{i}] ({type(a).__name__})" + f" -> {why}" for i, a in enumerate(args) if (why := fails(a))]
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        cells = dict(zip(code.co_freevars, [c.cell_contents for c in fn.__closure__ or ()]))
+        glob = {n: fn.__globals__[n] for n in code.co_names if n in getattr(fn, "__globals__", {})}
+        for kind, names in (("closure variable", cells), ("global", glob)):
+            for name, value in names.items():
+                why = fails(value)
+                if why:
+                    culprits.append(f"{kind} `{name}` of fn ({type(value).__name__}) -> {why}")
+    found = "; ".join(culprits) or f"fn {getattr(fn, '__qualname__', fn)!r} -> {type(exc).__name__}: {exc}"
+    return (f"The worker processes receive `fn` and `args` by pickling (cloudpickle, which also handles "
+            f"functions defined in a notebook), and this cannot be pickled: {found}. HINT: create such objects "
+            f"(open files, locks, sockets, generators, DataLoaders with workers, models on a GPU) inside `fn`, "
+            f"and pass only what is needed to build them (paths, numbers, CPU tensors).")
+
+
+def _pickle_job(fn: Callable, args: Sequence) -> bytes:
+    cloudpickle = require("cloudpickle")
+    if not callable(fn):
+        raise TypeError(bad_argument("fn", fn, "a function to run in every process"))
+    try:
+        return cloudpickle.dumps((fn, tuple(args)))
+    except Exception as exc:  # noqa: BLE001 - any pickling failure gets the explanation
+        raise TypeError(_explain_unpicklable(fn, args, exc, cloudpickle.dumps)) from exc
+
+
+def _default_nprocs(nprocs: int | None) -> int:
+    if nprocs is None or nprocs == -1:
+        return torch.cuda.device_count() if torch.cuda.is_available() else 2
+    if not isinstance(nprocs, int) or isinstance(nprocs, bool) or nprocs < 1:
+        raise ValueError(bad_argument("nprocs", nprocs, "a positive int (processes to start)"))
+    return nprocs
+
+
+def _run(fn: Callable, args: Sequence, nprocs: int | None, *, threads: int | None, timeout: float | None,
+         start_method: str) -> list[Any]:
+    nprocs = _default_nprocs(nprocs)
+    if start_method == "fork" and torch.cuda.is_available() and torch.cuda.is_initialized():
+        raise ValueError(bad_argument("start_method", start_method, "'spawn' once CUDA is initialised in this "
+                                      "process", "a forked child cannot use the parent's CUDA context; "
+                                      "use start_method='spawn' (the default)"))
+    if torch.cuda.is_available() and nprocs > torch.cuda.device_count():
+        raise ValueError(bad_argument("nprocs", nprocs, f"at most {torch.cuda.device_count()} (one process per "
+                                      f"GPU on this machine)"))
+    payload = _pickle_job(fn, args)
+    threads = threads or max(1, (os.cpu_count() or 1) // nprocs)
+    with tempfile.TemporaryDirectory(prefix="sampan-spawn-") as result_dir:
+        try:
+            torch.multiprocessing.start_processes(
+                _worker, args=(payload, nprocs, free_port(), threads, result_dir, timeout), nprocs=nprocs,
+                join=True, start_method=start_method)
+        except torch.multiprocessing.ProcessRaisedException as exc:
+            raise _first_failure(result_dir, nprocs, exc.error_index, str(exc)) from None
+        except torch.multiprocessing.ProcessExitedException as exc:
+            raise _first_failure(result_dir, nprocs, exc.error_index,
+                                 f"exited with code {exc.exit_code} (signal {exc.signal_name}) without a Python "
+                                 f"traceback. HINT: a crash in native code or running out of memory.") from None
+        return [_load_result(Path(result_dir, f"{r}.pkl")) for r in range(nprocs)]
+
+
+def _first_failure(result_dir: str, nprocs: int, seen_rank: int, seen_text: str) -> DistributedError:
+    """The rank that failed first (the root cause); later failures are usually its consequence."""
+    notes = {}
+    for r in range(nprocs):
+        path = Path(result_dir, f"{r}.err")
+        if path.is_file():
+            notes[r] = json.loads(path.read_text())
+    if not notes:
+        return DistributedError(f"Rank {seen_rank} of {nprocs} {seen_text.strip()} The other ranks were stopped.",
+                                ranks=[seen_rank])
+    first = min(notes, key=lambda r: notes[r]["time"])
+    later = [f"rank {r} then failed too ({notes[r]['traceback'].strip().splitlines()[-1][:160]})"
+             for r in sorted(notes) if r != first]
+    also = f"\n(A consequence: {'; '.join(later)}.)" if later else ""
+    return DistributedError(f"Rank {first} of {nprocs} raised first; the other ranks were stopped.\n"
+                            f"{notes[first]['traceback']}{also}", ranks=[first])
+
+
+def _load_result(path: Path) -> Any:
+    return pickle.loads(path.read_bytes()) if path.is_file() else None
+
+
+def spawn(fn: Callable, args: Sequence = (), nprocs: int = -1, join: bool = True, daemon: bool = False, *,
+          threads: int | None = None, timeout: float | None = None, start_method: str = "spawn") -> list[Any]:
+    """Runs ``fn(*args)`` in ``nprocs`` processes (``paddle.distributed.spawn`` on ``torch.multiprocessing``).
+
+    Inside ``fn``, ``sampan.distributed.get_rank()`` tells the process apart, and ``Model.fit`` uses DDP.
+
+    Args:
+        fn: the function (may be defined in a notebook or a script's ``__main__``).
+        args: its positional arguments (pickled to each process).
+        nprocs: processes; ``-1`` means one per GPU, or 2 without CUDA.
+        join: only ``True`` (wait for the processes).
+        daemon: ignored (workers are always joined).
+        threads: torch threads per process (default: CPU cores / nprocs).
+        timeout: seconds a collective may wait (``$SAMPAN_DIST_TIMEOUT`` in the workers).
+        start_method: ``"spawn"`` (default, fresh processes) or ``"forkserver"``.
+
+    Returns:
+        ``fn``'s return value of every rank, in rank order.
+
+    Raises:
+        DistributedError: a rank raised (its traceback is in the message) or died.
+        TypeError: ``fn`` or ``args`` cannot be pickled (the message names the culprit).
+
+    Example:
+        >>> def work(n):
+        ...     return sampan.distributed.get_rank() * n
+        >>> spawn(work, args=(10,), nprocs=2)  # doctest: +SKIP
+        [0, 10]
+    """
+    if not join:
+        raise ValueError(bad_argument("join", join, "True", "spawn always waits for its processes"))
+    return _run(fn, args, nprocs, threads=threads, timeout=timeout, start_method=start_method)
+
+
+def notebook_launcher(fn: Callable, args: Sequence = (), nprocs: int | None = None, *, threads: int | None = None,
+                      timeout: float | None = None) -> list[Any]:
+    """Multi-process training from inside Jupyter: ``fn(*args)`` on ``nprocs`` ranks, results in rank order.
+
+    Works where other launchers break in a notebook: ``fn`` may be defined in the notebook (it travels
+    by cloudpickle), and the workers are fresh processes (spawn), so CUDA already initialised in the
+    kernel is no obstacle. Whatever cannot be pickled is named precisely before anything starts.
+
+    Args:
+        fn: the training function; build the model, data and ``sampan.Model`` inside it.
+        args: its arguments.
+        nprocs: processes (default: one per GPU, or 2 on CPU).
+        threads: torch threads per process (default: CPU cores / nprocs).
+        timeout: seconds a collective may wait before failing.
+
+    Example:
+        >>> def train(epochs):
+        ...     model = sampan.Model(make_net()); ...; return model.fit(data, epochs=epochs).history
+        >>> histories = notebook_launcher(train, args=(2,), nprocs=2)  # doctest: +SKIP
+    """
+    return _run(fn, args, nprocs, threads=threads, timeout=timeout, start_method="spawn")

@@ -1,0 +1,210 @@
+"""Distribution strategies for the training loop: DDP and FSDP2 (``Model.prepare(strategy=...)``).
+
+Under torchrun (``WORLD_SIZE > 1``) ``Model.prepare`` picks :class:`DDPStrategy`
+by itself. Each hook is the torch idiom: ``DistributedDataParallel`` around the
+network, a ``DistributedSampler`` per loader with ``set_epoch``, ``no_sync`` on
+accumulation steps, ``all_reduce`` for the loss sums (torchmetrics reduces the
+metrics itself), and ``monitored_barrier`` around checkpoints, which names the
+ranks that did not arrive.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import re
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+from sampan.distributed.env import (DistributedError, get_local_rank, init_parallel_env, local_device,
+                                    timeout_seconds)
+from sampan.errors import SampanError, bad_argument
+from sampan.hapi.plugins import Strategy
+
+
+class DDPStrategy(Strategy):
+    """Data parallel: one replica per process, gradients averaged by ``DistributedDataParallel``.
+
+    Args:
+        backend: process-group backend (default gloo on CPU, ``cpu:gloo,cuda:nccl`` with CUDA).
+        timeout: seconds a collective or barrier may wait (default ``$SAMPAN_DIST_TIMEOUT`` or 30 min).
+        **ddp_kwargs: passed to ``DistributedDataParallel`` (``find_unused_parameters``, ``static_graph``...).
+
+    Example:
+        >>> model.prepare(opt, loss, strategy=DDPStrategy(timeout=120))  # doctest: +SKIP
+    """
+
+    def __init__(self, *, backend: str | None = None, timeout: float | None = None, **ddp_kwargs: Any):
+        self.backend, self.timeout, self.ddp_kwargs = backend, timeout_seconds(timeout), ddp_kwargs
+        self._barrier_group = None
+        self._seed: int | None = None
+
+    @property
+    def rank(self) -> int:  # type: ignore[override]
+        return dist.get_rank() if dist.is_initialized() else 0
+
+    @property
+    def world_size(self) -> int:  # type: ignore[override]
+        return dist.get_world_size() if dist.is_initialized() else 1
+
+    def _init(self, device: torch.device) -> torch.device:
+        init_parallel_env(self.backend, self.timeout)
+        backend = str(dist.get_backend())
+        self._barrier_group = None if backend == "gloo" else dist.new_group(backend="gloo")
+        return local_device(device)
+
+    def setup(self, network: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+        device = self._init(device)
+        network = network.to(device)
+        ids = [device.index] if device.type == "cuda" else None
+        return DistributedDataParallel(network, device_ids=ids, **self.ddp_kwargs)
+
+    def unwrap(self, network: torch.nn.Module) -> torch.nn.Module:
+        return network.module if isinstance(network, DistributedDataParallel) else network
+
+    def _shared_seed(self) -> int:
+        """Every rank must shuffle with the same seed: rank 0's ``torch.initial_seed()``."""
+        if self._seed is None:
+            seed = torch.tensor([torch.initial_seed() % 2**31], dtype=torch.int64)
+            if dist.is_initialized():
+                dist.broadcast(seed, src=0, group=self._barrier_group)
+            self._seed = int(seed)
+        return self._seed
+
+    def make_loader(self, dataset: Dataset, *, batch_size: int, shuffle: bool, drop_last: bool,
+                    num_workers: int, collate_fn=None) -> DataLoader:
+        sampler = DistributedSampler(dataset, num_replicas=self.world_size, rank=self.rank, shuffle=shuffle,
+                                     drop_last=drop_last, seed=self._shared_seed())
+        return DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=drop_last,
+                          num_workers=num_workers, collate_fn=collate_fn, persistent_workers=num_workers > 0)
+
+    def no_sync(self, network: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager:
+        if sync or not isinstance(network, DistributedDataParallel):
+            return contextlib.nullcontext()
+        return network.no_sync()
+
+    def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.world_size == 1:
+            return tensor
+        out = tensor.clone()
+        dist.all_reduce(out, op=dist.ReduceOp.SUM, group=self._barrier_group)
+        return out
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            monitored_barrier(self.timeout, group=self._barrier_group)
+
+
+def monitored_barrier(timeout: float | None = None, group: Any = None) -> None:
+    """A barrier that, on timeout, raises :class:`DistributedError` naming the ranks that did not arrive.
+
+    Uses ``torch.distributed.monitored_barrier(wait_all_ranks=True)`` (gloo); rank 0 collects the
+    arrivals, so the missing ranks are named there.
+    """
+    seconds = timeout_seconds(timeout) or 1800.0
+    try:
+        dist.monitored_barrier(group=group, timeout=datetime.timedelta(seconds=seconds), wait_all_ranks=True)
+    except RuntimeError as exc:
+        text = str(exc)
+        found = re.search(r"[Rr]anks? ([\d, ]+) failed to pass", text)
+        ranks = [int(r) for r in re.findall(r"\d+", found.group(1))] if found else []
+        who = f"rank(s) {ranks} did not arrive" if ranks else "rank 0 did not answer"
+        raise DistributedError(
+            f"Barrier timed out after {seconds:g} s on rank {dist.get_rank()}: {who}. torch said: "
+            f"{text.splitlines()[0]} HINT: a rank is stuck or much slower (look at its traceback or stack with "
+            f"py-spy dump); every rank must reach the same collectives in the same order; raise the limit with "
+            f"DDPStrategy(timeout=...) or ${'SAMPAN_DIST_TIMEOUT'}.", ranks=ranks) from exc
+
+
+class FSDPStrategy(DDPStrategy):
+    """Fully sharded data parallel with FSDP2 (``torch.distributed.fsdp.fully_shard``).
+
+    Each submodule of a class in ``shard_modules`` (default: every direct child that holds parameters)
+    becomes its own FSDP unit, then the root. Parameters, gradients and optimizer state are sharded
+    across ranks; ``mixed_precision="bf16"`` computes in bf16 and reduces gradients in fp32.
+
+    ``fully_shard`` replaces the parameters by sharded DTensors; :meth:`setup_optimizer` (called by
+    ``Model.prepare``) points the optimizer's parameter groups at them, so build the optimizer as usual.
+    ``Model.save`` under FSDP is not supported (rank 0 alone cannot gather the shards); use
+    ``torch.distributed.checkpoint`` on every rank.
+    """
+
+    def __init__(self, *, shard_modules: tuple[type, ...] | None = None, mixed_precision: str | None = None,
+                 reshard_after_forward: bool = True, backend: str | None = None, timeout: float | None = None):
+        super().__init__(backend=backend, timeout=timeout)
+        self.shard_modules, self.mixed_precision = shard_modules, mixed_precision
+        self.reshard_after_forward = reshard_after_forward
+
+    def setup(self, network: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        device = self._init(device)
+        network = network.to(device)
+        old = {name: id(p) for name, p in network.named_parameters()}
+        mesh = init_device_mesh(device.type, (self.world_size,))
+        policy = MixedPrecisionPolicy()
+        if self.mixed_precision is not None:
+            from sampan.amp.autocast import as_dtype
+
+            policy = MixedPrecisionPolicy(param_dtype=as_dtype(self.mixed_precision), reduce_dtype=torch.float32)
+        units = [m for m in network.modules() if self.shard_modules and isinstance(m, self.shard_modules)] \
+            if self.shard_modules else [m for m in network.children() if any(True for _ in m.parameters())]
+        for unit in units:
+            fully_shard(unit, mesh=mesh, mp_policy=policy, reshard_after_forward=self.reshard_after_forward)
+        fully_shard(network, mesh=mesh, mp_policy=policy, reshard_after_forward=self.reshard_after_forward)
+        network.register_state_dict_pre_hook(_fsdp_save_refused)
+        self._replaced = {old[name]: p for name, p in network.named_parameters() if name in old}
+        return network
+
+    def setup_optimizer(self, optimizer: Any) -> Any:
+        replaced = getattr(self, "_replaced", {})
+        if optimizer is not None and replaced:
+            for group in optimizer.param_groups:
+                group["params"] = [replaced.get(id(p), p) for p in group["params"]]
+        return optimizer
+
+    def no_sync(self, network: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager:
+        return _gradient_sync(network, sync)
+
+
+def _fsdp_save_refused(module, prefix, keep_vars) -> None:
+    if prefix == "" and not getattr(module, "_sampan_allow_state_dict", False):
+        raise SampanError(
+            "Model.save under strategy='fsdp' is not supported: the parameters are sharded across ranks and "
+            "rank 0 alone cannot gather them. HINT: on every rank call torch.distributed.checkpoint.save("
+            "{'model': get_model_state_dict(model.network)}, checkpoint_id=DIR) "
+            "(torch.distributed.checkpoint.state_dict), or train with strategy='ddp'.")
+
+
+@contextlib.contextmanager
+def _gradient_sync(network: torch.nn.Module, sync: bool):
+    if sync or not hasattr(network, "set_requires_gradient_sync"):
+        yield
+        return
+    network.set_requires_gradient_sync(False)
+    try:
+        yield
+    finally:
+        network.set_requires_gradient_sync(True)
+
+
+def make_strategy(strategy: Any = None) -> Strategy:
+    """``None`` or ``"ddp"`` -> :class:`DDPStrategy`; ``"fsdp"`` -> :class:`FSDPStrategy`; a Strategy as is."""
+    if isinstance(strategy, Strategy):
+        return strategy
+    if strategy is None or strategy == "ddp":
+        return DDPStrategy()
+    if strategy == "fsdp":
+        return FSDPStrategy()
+    if isinstance(strategy, dict):
+        kind = strategy.get("kind", "ddp")
+        options = {k: v for k, v in strategy.items() if k != "kind"}
+        if kind in ("ddp", "fsdp"):
+            return (DDPStrategy if kind == "ddp" else FSDPStrategy)(**options)
+    raise ValueError(bad_argument("strategy", strategy, "None, 'ddp', 'fsdp', a dict {'kind': 'ddp', ...} "
+                                  "or a sampan.distributed.DDPStrategy / FSDPStrategy"))

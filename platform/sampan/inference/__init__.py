@@ -1,0 +1,18 @@
+"""``sampan.inference``: serve exported models (``paddle.inference``).
+
+A :class:`Config` names the model (the prefix given to ``sampan.jit.save`` /
+``sampan.onnx.export``) and the device; :func:`create_predictor` picks the backend:
+the ``torch.export`` program, the AOTInductor package or ONNX Runtime (by default the
+fastest of those that agree with each other on this device).
+
+Example:
+    >>> config = sampan.inference.Config("out/lenet")                    # doctest: +SKIP
+    >>> predictor = sampan.inference.create_predictor(config)            # doctest: +SKIP
+    >>> [logits] = predictor.run([np.zeros((4, 1, 28, 28), "float32")])  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from sampan.inference.config import Config
+from sampan.inference.predictor import Predictor, create_predictor
+
+__all__ = ["Config", "Predictor", "create_predictor"]

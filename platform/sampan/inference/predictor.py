@@ -1,0 +1,183 @@
+"""``create_predictor(config) -> Predictor``: serve an exported model from NumPy arrays."""
+from __future__ import annotations
+
+import statistics
+import time
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from sampan.errors import SampanError, bad_argument
+from sampan.inference.config import Config
+from sampan.jit import _artifacts as art
+from sampan.jit._specs import allclose, check_inputs, example_inputs, max_abs_diff
+from sampan.spec import InputSpec
+
+_FORMAT = {"pt2": "pt2", "aoti": "aoti", "onnxruntime": "onnx"}
+
+
+class _TorchBackend:
+    def __init__(self, runner: Callable, device: str):
+        self.runner, self.device = runner, device
+
+    def __call__(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        tensors = [torch.from_numpy(np.ascontiguousarray(a)).to(self.device) for a in arrays]
+        with torch.inference_mode():
+            out = self.runner(*tensors)
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        return [o.detach().cpu().numpy() for o in outs]
+
+
+class _OrtBackend:
+    def __init__(self, session, names: list[str]):
+        self.session, self.names = session, names
+
+    def __call__(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return list(self.session.run(None, {n: np.ascontiguousarray(a) for n, a in zip(self.names, arrays)}))
+
+
+def _load_backend(name: str, file, config: Config, specs: list[InputSpec]):
+    device = config.device
+    if name == "pt2":
+        module = torch.export.load(str(file)).module()
+        return _TorchBackend(module.to(device) if device != "cpu" else module, device)
+    if name == "aoti":
+        return _TorchBackend(torch._inductor.aoti_load_package(str(file)), device)
+    from sampan.onnx.export import ort_session
+
+    providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if config.use_gpu() else None
+    return _OrtBackend(ort_session(file, threads=config.cpu_math_library_num_threads(), providers=providers),
+                       [s.name for s in specs])
+
+
+def _candidates(config: Config, meta: dict) -> list[str]:
+    exported = meta["artifacts"]
+    if config.backend != "auto":
+        if _FORMAT[config.backend] not in exported:
+            art.check_artifact(config.prefix, meta, _FORMAT[config.backend])  # raises, naming what exists
+        return [config.backend]
+    names = [n for n in ("pt2", "aoti", "onnxruntime") if _FORMAT[n] in exported]
+    on_gpu = config.use_gpu()
+    # an AOTInductor package runs only on the device it was compiled for
+    return [n for n in names if n != "aoti" or exported["aoti"].get("device", "cpu").startswith("cuda") == on_gpu]
+
+
+class Predictor:
+    """Runs an exported model on NumPy arrays (``paddle.inference.Predictor``).
+
+    Inputs are checked against the saved ``InputSpec`` first: a wrong count, rank, static
+    dimension or dtype raises ``ValueError`` naming the input and the expected spec.
+
+    Attributes:
+        backend: the backend in use (``"pt2"``, ``"aoti"`` or ``"onnxruntime"``).
+        timings: seconds per call of each verified candidate measured by ``backend="auto"``.
+        rejected: candidates that failed to load or disagreed with the others, with the reason.
+    """
+
+    def __init__(self, config: Config):
+        self.config = config
+        self._meta = art.read_metadata(config.prefix)
+        self._specs: list[InputSpec] = self._meta["_specs"]
+        self._outputs: list[str] = self._meta["outputs"]
+        self.timings: dict[str, float] = {}
+        self.rejected: dict[str, str] = {}
+        if config.use_gpu() and not torch.cuda.is_available():
+            raise ValueError("Config.enable_use_gpu() was called but no CUDA device is available. "
+                             "HINT: call config.disable_gpu() to run on the CPU.")
+        if config.cpu_math_library_num_threads():
+            torch.set_num_threads(config.cpu_math_library_num_threads())
+        self.backend, self._run = self._choose(_candidates(config, self._meta))
+        self.warmup()
+
+    # -- selection ---------------------------------------------------------------------------------
+    def _choose(self, names: list[str]) -> tuple[str, Callable]:
+        loaded: dict[str, Callable] = {}
+        for name in names:
+            try:
+                file = art.check_artifact(self.config.prefix, self._meta, _FORMAT[name])
+                loaded[name] = _load_backend(name, file, self.config, self._specs)
+            except Exception as exc:
+                if len(names) == 1:
+                    raise
+                self.rejected[name] = f"{type(exc).__name__}: {exc}"
+        if not loaded:
+            raise SampanError(f"No backend could load {str(self.config.prefix)!r}: {self.rejected}")
+        if len(loaded) == 1:
+            return next(iter(loaded.items()))
+        sample = [t.numpy() for t in example_inputs(self._specs, batch=1, seed=2)]
+        outputs = {name: run(sample) for name, run in loaded.items()}
+        reference = outputs[next(iter(outputs))]
+        for name in list(loaded):
+            if not allclose(outputs[name], reference, rtol=1e-3, atol=1e-4):
+                self.rejected[name] = f"disagrees with {next(iter(outputs))} by {max_abs_diff(outputs[name], reference):.3g}"
+                warnings.warn(f"Predictor: the {name} backend disagrees with the others; not using it.", RuntimeWarning)
+                del loaded[name]
+        self.timings = _time_each(loaded, sample)
+        best = min(self.timings, key=self.timings.get)
+        return best, loaded[best]
+
+    # -- Paddle-style API --------------------------------------------------------------------------
+    def get_input_names(self) -> list[str]:
+        return [s.name for s in self._specs]
+
+    def get_output_names(self) -> list[str]:
+        return list(self._outputs)
+
+    @property
+    def input_spec(self) -> list[InputSpec]:
+        return list(self._specs)
+
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Runs the model: one array per input, in ``get_input_names()`` order; returns one array per output."""
+        if not isinstance(inputs, (list, tuple)):
+            raise TypeError(bad_argument("inputs", inputs, "a list of numpy arrays, one per input",
+                                         f"pass [array] for inputs {self.get_input_names()}"))
+        arrays = [_as_array(x, i, spec) for i, (x, spec) in enumerate(zip(inputs, self._specs))]
+        check_inputs(self._specs, arrays if len(arrays) == len(inputs) else list(inputs))
+        return self._run(arrays)
+
+    def warmup(self, steps: int | None = None) -> None:
+        """Runs ``steps`` (default ``config.warmup_steps``) calls on a sample so the first real call is fast."""
+        sample = [t.numpy() for t in example_inputs(self._specs, batch=1, seed=3)]
+        for _ in range(self.config.warmup_steps if steps is None else steps):
+            self._run(sample)
+
+    def __repr__(self) -> str:
+        specs = ", ".join(f"{s.name}: {s.to_list()} {s.dtype}" for s in self._specs)
+        return f"Predictor(backend={self.backend!r}, device={self.config.device!r}, inputs=[{specs}])"
+
+
+def _as_array(value: Any, index: int, spec: InputSpec) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    raise TypeError(bad_argument(f"inputs[{index}]", value, f"a numpy array for input {spec.name!r} "
+                                 f"({spec.to_list()} {spec.dtype})", f"use np.asarray(x, dtype='{spec.dtype}')"))
+
+
+def _time_each(runners: dict[str, Callable], sample: list[np.ndarray], repeat: int = 7) -> dict[str, float]:
+    for run in runners.values():
+        run(sample)
+    times: dict[str, list[float]] = {k: [] for k in runners}
+    for _ in range(repeat):  # interleaved so that machine noise hits every candidate alike
+        for name, run in runners.items():
+            start = time.perf_counter()
+            run(sample)
+            times[name].append(time.perf_counter() - start)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def create_predictor(config: Config) -> Predictor:
+    """Builds a :class:`Predictor` (``paddle.inference.create_predictor``).
+
+    Example:
+        >>> predictor = sampan.inference.create_predictor(sampan.inference.Config("out/lenet"))  # doctest: +SKIP
+        >>> [logits] = predictor.run([np.zeros((4, 1, 28, 28), "float32")])                     # doctest: +SKIP
+    """
+    if not isinstance(config, Config):
+        raise TypeError(bad_argument("config", config, "a sampan.inference.Config",
+                                     "write create_predictor(sampan.inference.Config('out/lenet'))"))
+    return Predictor(config)

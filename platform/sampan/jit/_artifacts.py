@@ -1,0 +1,158 @@
+"""Exported-model files on disk: names, the metadata file, checksums and version checks.
+
+One *prefix* (``out/lenet``) groups every artifact of one model:
+
+=================  ==========================================
+``lenet.pt2``      ``torch.export`` program (``format="pt2"``)
+``lenet.aoti.pt2`` AOTInductor package (``format="aoti"``)
+``lenet.onnx``     ONNX model (``sampan.onnx.export``)
+``lenet.meta.json`` input specs, output names, versions, checksums
+=================  ==========================================
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from sampan._version import __version__
+from sampan.errors import CheckpointError, bad_argument
+from sampan.spec import InputSpec
+from sampan.utils.io import atomic_write_json
+
+Format = Literal["pt2", "aoti", "onnx"]
+FORMAT_VERSION = 1
+SUFFIXES = {"aoti": ".aoti.pt2", "pt2": ".pt2", "onnx": ".onnx"}
+META_SUFFIX = ".meta.json"
+
+
+class MissingModelError(CheckpointError, FileNotFoundError):
+    """An exported model file or its metadata is not where it was asked for."""
+
+
+def prefix_of(path: str | os.PathLike) -> Path:
+    """``out/lenet``, ``out/lenet.pt2``, ``out/lenet.aoti.pt2``, ``out/lenet.onnx`` -> ``out/lenet``."""
+    text = os.fspath(path)
+    for suffix in (META_SUFFIX, *SUFFIXES.values()):
+        if text.endswith(suffix):
+            return Path(text[: -len(suffix)])
+    return Path(text)
+
+
+def artifact_path(prefix: str | os.PathLike, fmt: Format) -> Path:
+    if fmt not in SUFFIXES:
+        raise ValueError(bad_argument("format", fmt, f"one of {sorted(SUFFIXES)}"))
+    return Path(f"{os.fspath(prefix)}{SUFFIXES[fmt]}")
+
+
+def meta_path(prefix: str | os.PathLike) -> Path:
+    return Path(f"{os.fspath(prefix)}{META_SUFFIX}")
+
+
+def sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _torch_minor(version: str) -> str:
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def weights_digest(layer: torch.nn.Module) -> str:
+    """sha256 of the layer's state (names, shapes, values): tells apart artifacts of different weights."""
+    digest = hashlib.sha256()
+    for name, tensor in layer.state_dict().items():
+        digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
+        digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def record_artifact(prefix: Path, fmt: Format, *, specs: list[InputSpec], output_names: list[str],
+                    device: str, check: dict[str, Any], weights: str) -> Path:
+    """Adds (or replaces) one artifact in ``prefix.meta.json``; other formats stay when the specs agree."""
+    path = meta_path(prefix)
+    inputs = [s.to_dict() for s in specs]
+    meta: dict[str, Any] = {}
+    if path.exists():
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            meta = {}
+    if meta.get("inputs") != inputs or meta.get("outputs") != output_names or meta.get("torch") != torch.__version__ \
+            or meta.get("weights") != weights:
+        meta = {}  # a different model or torch: older artifacts no longer belong to this prefix
+    artifacts = meta.get("artifacts", {})
+    file = artifact_path(prefix, fmt)
+    artifacts[fmt] = {"file": file.name, "sha256": sha256(file), "bytes": file.stat().st_size,
+                      "device": device, "check": check}
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "sampan": __version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "inputs": inputs,
+        "outputs": list(output_names),
+        "weights": weights,
+        "artifacts": artifacts,
+    }
+    return atomic_write_json(path, meta)
+
+
+def read_metadata(prefix: Path) -> dict[str, Any]:
+    """Reads and validates ``prefix.meta.json``; errors say which file and what to do."""
+    path = meta_path(prefix)
+    if not path.exists():
+        raise MissingModelError(
+            f"No exported model at {os.fspath(prefix)!r}: the metadata file {os.fspath(path)!r} does not exist. "
+            "HINT: export first with sampan.jit.save(layer, path, input_spec=[...]) (or `sampan export`), "
+            "and pass the same path without the suffix.", path=os.fspath(path))
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        inputs = [InputSpec.from_dict(d) for d in meta["inputs"]]
+        version = int(meta["format_version"])
+        meta["artifacts"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"The metadata file {os.fspath(path)!r} is corrupt ({exc!r}). "
+                              "HINT: export the model again.", path=os.fspath(path)) from exc
+    if version != FORMAT_VERSION:
+        raise CheckpointError(
+            f"The metadata file {os.fspath(path)!r} has format_version {version}; this Sampan ({__version__}) "
+            f"reads format_version {FORMAT_VERSION}. HINT: export the model again with this Sampan.",
+            path=os.fspath(path))
+    meta["_specs"] = inputs
+    return meta
+
+
+def check_artifact(prefix: Path, meta: dict[str, Any], fmt: Format) -> Path:
+    """Checks that ``fmt`` was exported, its file exists, its checksum and torch version match."""
+    entry = meta["artifacts"].get(fmt)
+    if entry is None:
+        have = sorted(meta["artifacts"]) or ["none"]
+        raise MissingModelError(
+            f"{os.fspath(prefix)!r} has no {fmt!r} artifact (exported: {', '.join(have)}). "
+            f"HINT: export it with sampan.jit.save(..., format={fmt!r}) or `sampan export --format {fmt}`.",
+            path=os.fspath(prefix))
+    file = prefix.parent / entry["file"]
+    if not file.exists():
+        raise MissingModelError(f"The {fmt} model file {os.fspath(file)!r} listed in "
+                                f"{os.fspath(meta_path(prefix))!r} does not exist. HINT: export the model again.",
+                                path=os.fspath(file))
+    if sha256(file) != entry["sha256"]:
+        raise CheckpointError(f"The {fmt} model file {os.fspath(file)!r} is corrupt or was modified after export: "
+                              "its sha256 does not match the metadata. HINT: export the model again.",
+                              path=os.fspath(file))
+    if fmt in ("pt2", "aoti") and _torch_minor(meta.get("torch", "")) != _torch_minor(torch.__version__):
+        raise CheckpointError(
+            f"{os.fspath(file)!r} was exported with torch {meta.get('torch')} but this is torch "
+            f"{torch.__version__}; {fmt} files are only readable by the torch that wrote them. "
+            "HINT: export again with this torch, or use the ONNX file.", path=os.fspath(file))
+    return file

@@ -1,0 +1,149 @@
+"""``sampan.jit.explain``: how many graphs ``torch.compile`` makes of a model, and why it breaks."""
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+# (words to look for in dynamo's reason, lower case) -> plain-language hint
+_HINTS: list[tuple[tuple[str, ...], str]] = [
+    (("item()", ".item", "capture_scalar_outputs", "tolist"),
+     "`.item()` / `.tolist()` turns a tensor into a Python number, which a graph cannot hold. Keep the value "
+     "a tensor (e.g. `torch.where(x > 0, a, b)` instead of `a if x.item() > 0 else b`), or move it out of forward."),
+    (("data-dependent", "data dependent", "generic_jump", "jump", "branch", "bool(", "__bool__"),
+     "Python `if` / `while` on a tensor's *value* (data-dependent control flow): the graph cannot know which "
+     "branch to take. Compute both and pick with `torch.where`, or use `torch.cond(pred, true_fn, false_fn, (x,))`."),
+    (("print", "builtin", "logging", "logger", "warn"),
+     "Printing or logging inside forward. Remove it, or guard it with `if not torch.compiler.is_compiling():`."),
+    (("numpy", "ndarray", ".numpy"),
+     "Converting to NumPy inside forward leaves the graph. Use the torch equivalent of the NumPy call."),
+]
+_UNSUPPORTED_HINT = ("Python that the compiler does not support (a C extension, an unsupported builtin or library "
+                     "call, a generator...). Move it out of forward, or wrap that helper in "
+                     "`@torch.compiler.disable` so the rest still compiles.")
+
+
+def hint_for(reason: str) -> str:
+    """A plain-language hint for one graph-break reason."""
+    low = reason.lower()
+    for words, hint in _HINTS:
+        if any(w in low for w in words):
+            return hint
+    return _UNSUPPORTED_HINT
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """One place where ``torch.compile`` had to leave the graph.
+
+    Attributes:
+        reason: dynamo's first line of explanation.
+        filename, lineno: the user source line that caused it.
+        source: that line's text.
+        hint: what usually fixes it.
+    """
+
+    reason: str
+    filename: str | None
+    lineno: int | None
+    source: str
+    hint: str
+
+    def __str__(self) -> str:
+        where = f"{self.filename}:{self.lineno}" if self.filename else "<unknown location>"
+        text = f"- {where}: {self.reason}"
+        if self.source:
+            text += f"\n      {self.source}"
+        return text + f"\n    HINT: {self.hint}"
+
+
+@dataclass
+class ExplainReport:
+    """What ``torch._dynamo.explain`` found, in plain words.
+
+    Attributes:
+        graph_count: graphs the model was cut into (1 means one static graph).
+        breaks: the graph breaks with reasons, source lines and hints.
+        op_count: operators captured in all graphs.
+    """
+
+    graph_count: int
+    breaks: list[GraphBreak] = field(default_factory=list)
+    op_count: int = 0
+
+    @property
+    def graph_break_count(self) -> int:
+        return len(self.breaks)
+
+    @property
+    def ok(self) -> bool:
+        """True when the model is one graph without breaks (ready for ``torch.export``)."""
+        return not self.breaks and self.graph_count <= 1
+
+    def __str__(self) -> str:
+        head = (f"{self.graph_count} graph(s), {self.graph_break_count} graph break(s), "
+                f"{self.op_count} op(s) captured.")
+        if not self.breaks:
+            return head + " The whole forward is one static graph."
+        return head + "\n" + "\n".join(str(b) for b in self.breaks)
+
+    def _repr_pretty_(self, p, cycle):  # IPython shows the readable form
+        p.text(str(self))
+
+
+def _first_line(text: str) -> str:
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()
+    return str(text).strip()
+
+
+def _user_frame(stack: list) -> Any:
+    """The innermost frame outside torch (falls back to the innermost frame)."""
+    for frame in reversed(stack or []):
+        name = getattr(frame, "filename", "") or ""
+        if "/torch/" not in name.replace("\\", "/"):
+            return frame
+    return stack[-1] if stack else None
+
+
+def _breaks_from(reasons: list) -> list[GraphBreak]:
+    out, seen = [], set()
+    for r in reasons:
+        reason = _first_line(getattr(r, "reason", r))
+        frame = _user_frame(list(getattr(r, "user_stack", []) or []))
+        filename = getattr(frame, "filename", None)
+        lineno = getattr(frame, "lineno", None)
+        key = (reason, filename, lineno)
+        if key in seen:
+            continue
+        seen.add(key)
+        source = (getattr(frame, "line", None) or (linecache.getline(filename, lineno) if filename else "")).strip()
+        out.append(GraphBreak(reason, filename, lineno, source, hint_for(str(getattr(r, "reason", r)))))
+    return out
+
+
+def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> ExplainReport:
+    """Runs ``layer`` once under ``torch._dynamo.explain`` and reports graphs and graph breaks.
+
+    Calls ``torch._dynamo.explain``; mirrors what Paddle's ``to_static`` reports when a
+    dynamic-to-static conversion fails. Note that ``torch._dynamo.explain`` resets
+    ``torch.compile``'s caches: models compiled earlier compile again on their next call.
+
+    Args:
+        layer: an ``nn.Module`` or a function.
+        *example_inputs: inputs to run it on.
+
+    Example:
+        >>> report = sampan.jit.explain(net, torch.randn(2, 1, 28, 28))  # doctest: +SKIP
+        >>> print(report)                                                 # doctest: +SKIP
+        1 graph(s), 0 graph break(s), 9 op(s) captured. The whole forward is one static graph.
+    """
+    original = getattr(layer, "_sampan_static", None)
+    target = original.original if original is not None else layer
+    with torch.no_grad():
+        result = torch._dynamo.explain(target)(*example_inputs, **example_kwargs)
+    return ExplainReport(graph_count=int(result.graph_count), breaks=_breaks_from(list(result.break_reasons)),
+                         op_count=int(result.op_count))

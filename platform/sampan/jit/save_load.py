@@ -1,0 +1,234 @@
+"""``sampan.jit.save`` / ``load``: ``torch.export`` (and AOTInductor) programs with their input specs."""
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+import torch
+from torch import nn
+
+from sampan.errors import CheckpointError, SampanError, bad_argument
+from sampan.jit import _artifacts as art
+from sampan.jit._specs import (allclose, check_inputs, example_inputs, export_dynamic_shapes, flatten_outputs,
+                               max_abs_diff, require_specs)
+from sampan.spec import InputSpec
+
+
+class ExportMismatchError(SampanError):
+    """An exported artifact gives different outputs than the eager model.
+
+    Attributes:
+        format: ``"pt2"``, ``"aoti"`` or ``"onnx"``.
+        max_abs_diff: the largest absolute difference found.
+    """
+
+    def __init__(self, message: str, *, format: str, max_abs_diff: float):
+        super().__init__(message)
+        self.format, self.max_abs_diff = format, max_abs_diff
+
+
+@contextlib.contextmanager
+def eager_forward(layer: nn.Module):
+    """Temporarily removes a ``to_static`` wrapper: export traces the Python ``forward``."""
+    if not isinstance(layer, nn.Module):
+        raise TypeError(bad_argument("layer", layer, "an nn.Module", "wrap a function in an nn.Module to export it"))
+    static = layer.__dict__.get("forward")
+    if static is None or not hasattr(static, "_sampan_static"):
+        yield layer
+        return
+    del layer.forward
+    try:
+        yield layer
+    finally:
+        layer.forward = static
+
+
+def export_program(layer: nn.Module, specs: list[InputSpec], examples: tuple) -> torch.export.ExportedProgram:
+    """``torch.export.export`` with ``Dim.DYNAMIC`` for every ``None`` dimension, explained on failure."""
+    try:
+        return torch.export.export(layer, examples, dynamic_shapes=export_dynamic_shapes(specs), strict=False)
+    except Exception as exc:
+        text = str(exc)
+        hint = ("a dimension marked None in the InputSpec is fixed by the model (e.g. a view to a constant size); "
+                "make it static in the InputSpec" if "specializ" in text.lower() or "constraint" in text.lower()
+                else "run sampan.jit.explain(layer, *examples) to find graph breaks, and fix them")
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        raise SampanError(f"torch.export could not capture {type(layer).__name__} as one graph: {first}\n"
+                          f"HINT: {hint}.") from exc
+
+
+def _check_outputs(fmt: str, got: Any, expected: Any, *, rtol: float, atol: float) -> dict:
+    diff = max_abs_diff(got, expected)
+    if not allclose(got, expected, rtol=rtol, atol=atol):
+        raise ExportMismatchError(
+            f"The exported {fmt} model disagrees with eager by up to {diff:.3g} (rtol={rtol}, atol={atol}). "
+            "HINT: the export is not trustworthy; report the model, or export another format.",
+            format=fmt, max_abs_diff=diff)
+    return {"max_abs_diff": diff, "rtol": rtol, "atol": atol}
+
+
+def _aoti_package(program: torch.export.ExportedProgram, path: Path, device: str) -> None:
+    from sampan.utils.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        tmp.unlink()  # the packager refuses to overwrite
+        torch._inductor.aoti_compile_and_package(program, package_path=os.fspath(tmp.with_suffix(".pt2")))
+        tmp.with_suffix(".pt2").rename(tmp)
+
+
+def save(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSpec] | None = None, *,
+         format: Literal["pt2", "aoti"] = "pt2", output_names: Sequence[str] | None = None,
+         examples: Sequence[torch.Tensor] | None = None, verify: bool = True, rtol: float = 1e-4,
+         atol: float = 1e-4, device: str | None = None) -> Path:
+    """Exports ``layer`` for deployment (``paddle.jit.save``): ``torch.export`` with dynamic dims.
+
+    Writes ``path.pt2`` (``format="pt2"``, ``torch.export.save``) or ``path.aoti.pt2``
+    (``format="aoti"``, ``torch._inductor.aoti_compile_and_package``, compiled for this CPU,
+    or the GPU when ``device="cuda"``), and ``path.meta.json`` with the input specs, output
+    names, versions and checksums. With ``verify`` the artifact is run on a batch size other
+    than the example's and compared with eager.
+
+    Args:
+        layer: the network (put in ``eval()`` mode for export).
+        path: prefix, e.g. ``"out/lenet"`` (a ``.pt2`` suffix is stripped).
+        input_spec: one ``sampan.InputSpec`` per input; ``None`` dims stay dynamic.
+        format: ``"pt2"`` or ``"aoti"``.
+        output_names: names for the outputs (default ``output_0``, ...).
+        examples: inputs to trace with (default: random tensors from the specs).
+
+    Returns:
+        The path of the written artifact.
+
+    Example:
+        >>> sampan.jit.save(net, "out/lenet", input_spec=[sampan.InputSpec([None, 1, 28, 28], name="image")])
+        PosixPath('out/lenet.pt2')
+    """
+    if format not in ("pt2", "aoti"):
+        raise ValueError(bad_argument("format", format, "'pt2' or 'aoti'", "use sampan.onnx.export for ONNX"))
+    specs = require_specs(input_spec, what="sampan.jit.save")
+    device = device or ("cuda" if format == "aoti" and torch.cuda.is_available() else "cpu")
+    with eager_forward(layer):
+        was_training = layer.training
+        layer.eval()
+        try:
+            return _save(layer, art.prefix_of(path), specs, format, output_names, examples, verify, rtol, atol,
+                         device)
+        finally:
+            layer.train(was_training)
+
+
+def _save(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol, device) -> Path:
+    examples = tuple(examples) if examples is not None else example_inputs(specs, batch=2)
+    check_inputs(specs, examples, where="example")
+    layer = layer.to(device)
+    examples = tuple(e.to(device) for e in examples)
+    with torch.no_grad():
+        outputs = flatten_outputs(layer(*examples))
+    names = list(output_names) if output_names else [f"output_{i}" for i in range(len(outputs))]
+    if len(names) != len(outputs):
+        raise ValueError(bad_argument("output_names", list(names), f"{len(outputs)} name(s), one per output"))
+    program = export_program(layer, specs, examples)
+    file = art.artifact_path(prefix, fmt)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "pt2":
+        from sampan.utils.io import atomic_write
+
+        atomic_write(file, lambda tmp: torch.export.save(program, tmp))
+    else:
+        _aoti_package(program, file, device)
+    check: dict[str, Any] = {}
+    if verify:
+        sample = tuple(e.to(device) for e in example_inputs(specs, batch=3, seed=1))
+        with torch.no_grad():
+            expected = layer(*sample)
+        loaded = _load_runner(file, fmt, device)
+        check = _check_outputs(fmt, loaded(*sample), expected, rtol=rtol, atol=atol)
+    art.record_artifact(prefix, fmt, specs=specs, output_names=names, device=device, check=check,
+                        weights=art.weights_digest(layer))
+    return file
+
+
+def _load_runner(file: Path, fmt: str, device: str):
+    if fmt == "pt2":
+        program = torch.export.load(os.fspath(file))
+        module = program.module()
+        return module.to(device) if device != "cpu" else module
+    return torch._inductor.aoti_load_package(os.fspath(file))
+
+
+class LoadedProgram(nn.Module):
+    """An exported model loaded back (``paddle.jit.TranslatedLayer``); checks inputs against its specs.
+
+    Attributes:
+        input_spec: the saved ``InputSpec`` list.
+        output_names: the saved output names.
+        format: ``"pt2"`` or ``"aoti"``.
+        metadata: the parsed metadata file.
+    """
+
+    def __init__(self, runner, *, specs: list[InputSpec], output_names: list[str], fmt: str, meta: dict,
+                 path: Path):
+        super().__init__()
+        if isinstance(runner, nn.Module):
+            self.program = runner  # registered: .to(), .parameters() and state_dict() see the weights
+        self.__dict__["_runner"] = runner
+        self.input_spec = specs
+        self.output_names = output_names
+        self.format = fmt
+        self.metadata = {k: v for k, v in meta.items() if not k.startswith("_")}
+        self.path = path
+
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        check_inputs(self.input_spec, inputs)
+        return self._runner(*inputs)
+
+    def extra_repr(self) -> str:
+        specs = ", ".join(f"{s.name}: {s.to_list()} {s.dtype}" for s in self.input_spec)
+        return f"format={self.format!r}, path={os.fspath(self.path)!r}, inputs=[{specs}]"
+
+
+def load(path: str | os.PathLike, *, format: Literal["pt2", "aoti"] | None = None,
+         device: str | None = None) -> LoadedProgram:
+    """Loads what :func:`save` wrote (``paddle.jit.load``) as a callable module that checks its inputs.
+
+    Calls ``torch.export.load`` (``.pt2``) or ``torch._inductor.aoti_load_package`` (``.aoti.pt2``).
+    Checks the metadata, the file's checksum and the torch version first.
+
+    Args:
+        path: the prefix given to ``save`` (suffixes are accepted too).
+        format: which artifact; default: the one named by ``path``'s suffix, else ``"pt2"``,
+            else ``"aoti"``.
+
+    Example:
+        >>> net = sampan.jit.load("out/lenet")        # doctest: +SKIP
+        >>> net(torch.randn(7, 1, 28, 28)).shape      # doctest: +SKIP
+        torch.Size([7, 10])
+    """
+    prefix = art.prefix_of(path)
+    meta = art.read_metadata(prefix)
+    fmt = format or _format_from(path, meta)
+    if fmt not in ("pt2", "aoti"):
+        raise ValueError(bad_argument("format", fmt, "'pt2' or 'aoti'",
+                                      "load ONNX files with sampan.inference.create_predictor"))
+    file = art.check_artifact(prefix, meta, fmt)
+    device = device or meta["artifacts"][fmt].get("device", "cpu")
+    try:
+        runner = _load_runner(file, fmt, device)
+    except Exception as exc:
+        raise CheckpointError(f"Could not load the {fmt} model {os.fspath(file)!r}: {exc}. "
+                              "HINT: export the model again with this torch.", path=os.fspath(file)) from exc
+    return LoadedProgram(runner, specs=meta["_specs"], output_names=meta["outputs"], fmt=fmt, meta=meta, path=file)
+
+
+def _format_from(path: str | os.PathLike, meta: dict) -> str:
+    text = os.fspath(path)
+    if text.endswith(art.SUFFIXES["aoti"]):
+        return "aoti"
+    if text.endswith(art.SUFFIXES["pt2"]):
+        return "pt2"
+    for fmt in ("pt2", "aoti"):
+        if fmt in meta["artifacts"]:
+            return fmt
+    return "pt2"

@@ -1,0 +1,232 @@
+"""``sampan.jit.to_static``: develop with the dynamic graph, run a compiled static one (``torch.compile``)."""
+from __future__ import annotations
+
+import functools
+import time
+import types
+import warnings
+from typing import Any, Callable, Literal
+
+import torch
+from torch import nn
+
+from sampan.errors import SampanError, bad_argument
+from sampan.jit._specs import allclose, max_abs_diff, normalize_specs
+
+Status = Literal["pending", "compiled", "eager"]
+
+
+class StaticGraphError(SampanError):
+    """``to_static(..., full_graph=True)`` could not turn the function into one graph.
+
+    Attributes:
+        report: the :class:`~sampan.jit.explain.ExplainReport` (graph breaks, source lines, hints), or None.
+    """
+
+    def __init__(self, message: str, *, report=None):
+        super().__init__(message)
+        self.report = report
+
+
+class StaticFunction:
+    """A function or ``forward`` compiled by ``torch.compile`` the first time it runs.
+
+    Dynamic dimensions (``None`` in the ``InputSpec``) are marked so that other batch sizes
+    reuse the graph. Use :func:`to_static` to build one.
+
+    Attributes:
+        status: ``"pending"`` before the first call, ``"compiled"`` or ``"eager"`` (fell back).
+        verified: True / False once compiled output was compared with eager, None before.
+        max_abs_diff: the largest difference found by that comparison.
+        compile_seconds: wall time of the first (compiling) call.
+        fallback_reason: why it fell back to eager (with the graph breaks), or None.
+    """
+
+    def __init__(self, fn: Callable, *, layer: nn.Module | None, input_spec, backend: str, full_graph: bool,
+                 verify: bool, freezing: bool | None, rtol: float, atol: float):
+        self.original = fn
+        self.layer = layer
+        self.input_spec = normalize_specs(input_spec)
+        self.backend = backend
+        self.full_graph = full_graph
+        self.verify = verify
+        self.freezing = (backend == "inductor") if freezing is None else bool(freezing)
+        self.rtol, self.atol = rtol, atol
+        self.status: Status = "pending"
+        self.verified: bool | None = None
+        self.max_abs_diff: float | None = None
+        self.compile_seconds: float | None = None
+        self.fallback_reason: str | None = None
+        self._sampan_static = self
+        self._compiled: dict[bool, Callable] = {}
+        self._frozen_fingerprint: tuple | None = None
+        functools.update_wrapper(self, fn)
+
+    # -- descriptor: @to_static on a method binds like a function ---------------------------------
+    def __get__(self, instance, owner=None):
+        return self if instance is None else types.MethodType(self, instance)
+
+    def __repr__(self) -> str:
+        name = getattr(self.original, "__qualname__", repr(self.original))
+        return f"StaticFunction({name}, backend={self.backend!r}, status={self.status!r})"
+
+    # -- compilation -------------------------------------------------------------------------------
+    def _module(self, args: tuple) -> nn.Module | None:
+        if self.layer is not None:
+            return self.layer
+        return args[0] if args and isinstance(args[0], nn.Module) else None
+
+    def _fingerprint(self, module: nn.Module | None) -> tuple:
+        if module is None:
+            return ()
+        return tuple((id(t), t._version) for t in (*module.parameters(), *module.buffers()))
+
+    def _compiled_fn(self, frozen: bool) -> Callable:
+        if frozen not in self._compiled:
+            options = {"freezing": True} if frozen else None
+            self._compiled[frozen] = torch.compile(self.original, backend=self.backend, fullgraph=True,
+                                                   options=options)
+        return self._compiled[frozen]
+
+    def _mark_dynamic(self, args: tuple) -> None:
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if self.input_spec is None or len(tensors) != len(self.input_spec):
+            return
+        for tensor, spec in zip(tensors, self.input_spec):
+            if spec.dynamic_dims and tensor.dim() == len(spec.shape):
+                torch._dynamo.mark_dynamic(tensor, list(spec.dynamic_dims))
+
+    def _use_frozen(self, module: nn.Module | None) -> bool:
+        """Frozen (weights as constants) only for inference, and only while the weights are unchanged."""
+        if not self.freezing or torch.is_grad_enabled() or (module is not None and module.training):
+            return False
+        fingerprint = self._fingerprint(module)
+        if self._frozen_fingerprint is None:
+            self._frozen_fingerprint = fingerprint
+        return fingerprint == self._frozen_fingerprint
+
+    def _run_compiled(self, args: tuple, kwargs: dict) -> Any:
+        frozen = self._use_frozen(self._module(args))
+        self._mark_dynamic(args)
+        return self._compiled_fn(frozen)(*args, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.status == "eager":
+            return self.original(*args, **kwargs)
+        if self.status == "compiled":
+            out = self._run_compiled(args, kwargs)
+            if self.verify and self.verified is None:
+                self._verify(args, kwargs, out)
+            return out
+        return self._first_call(args, kwargs)
+
+    def _first_call(self, args: tuple, kwargs: dict) -> Any:
+        start = time.perf_counter()
+        try:
+            out = self._run_compiled(args, kwargs)
+        except Exception as exc:  # compilation failed: is it the model or the compiler?
+            return self._fall_back(args, kwargs, exc)
+        self.compile_seconds = time.perf_counter() - start
+        self.status = "compiled"
+        if self.verify:
+            self._verify(args, kwargs, out)
+        return out
+
+    def _verify(self, args: tuple, kwargs: dict, out: Any) -> None:
+        module = self._module(args)
+        if module is not None and module.training:
+            return  # dropout and batch-norm statistics differ run to run: verify at the first eval call
+        with torch.no_grad():
+            expected = self.original(*args, **kwargs)
+        self.max_abs_diff = max_abs_diff(out, expected)
+        self.verified = allclose(out, expected, rtol=self.rtol, atol=self.atol)
+        if not self.verified:
+            warnings.warn(
+                f"to_static: the compiled {self._name()} differs from eager by up to {self.max_abs_diff:.3g} "
+                f"(rtol={self.rtol}, atol={self.atol}). HINT: compare with backend='aot_eager' to see whether "
+                "inductor causes it, or pass freezing=False; the compiled version is still used.",
+                RuntimeWarning, stacklevel=4)
+
+    def _fall_back(self, args: tuple, kwargs: dict, exc: Exception) -> Any:
+        out = self.original(*args, **kwargs)  # a bug in the model itself raises here, as in eager
+        from sampan.jit.explain import explain
+
+        try:
+            report = explain(self.original, *args, **kwargs)
+        except Exception:  # explain itself may not cope with what broke compilation
+            report = None
+        details = str(report) if report is not None and report.breaks else _first_line(exc)
+        self.fallback_reason = details
+        message = (f"to_static could not compile {self._name()} into one static graph:\n{details}\n"
+                   "Fix the lines above (see sampan.jit.explain) to get the compiled speed-up.")
+        if self.full_graph:
+            raise StaticGraphError(message + " full_graph=True, so this is an error.", report=report) from exc
+        self.status = "eager"
+        warnings.warn(message + " Running eagerly (dynamic graph) instead.", RuntimeWarning, stacklevel=4)
+        return out
+
+    def _name(self) -> str:
+        if self.layer is not None:
+            return f"{type(self.layer).__name__}.forward"
+        return getattr(self.original, "__qualname__", "function")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def to_static(layer_or_function: Callable | None = None, input_spec=None, *, backend: str = "inductor",
+              full_graph: bool = False, verify: bool = True, freezing: bool | None = None,
+              rtol: float = 1e-3, atol: float = 1e-4):
+    """Compiles a layer's ``forward`` or a function with ``torch.compile`` (``paddle.jit.to_static``).
+
+    ``None`` dimensions of ``input_spec`` become dynamic (``torch._dynamo.mark_dynamic``), so
+    other sizes reuse the graph; torch still specializes size 1, and convolutions choose
+    another algorithm from batch 16, so a CNN compiles at most three graphs. In inference (``eval()`` and ``torch.no_grad()``) inductor compiles with
+    ``freezing=True`` (weights folded as constants); after the weights change it
+    uses the unfrozen graph, so results never go stale. When the function cannot be
+    one graph, it runs eagerly with one warning listing the graph breaks and their
+    source lines (or raises :class:`StaticGraphError` with ``full_graph=True``).
+
+    Args:
+        layer_or_function: an ``nn.Module`` (converted in place and returned), a function, or
+            nothing to use ``@to_static(input_spec=...)`` as a decorator (also on ``forward``).
+        input_spec: ``sampan.InputSpec`` list; ``None`` dims are dynamic.
+        backend: a ``torch.compile`` backend: ``"inductor"``, ``"aot_eager"``, ``"eager"``...
+        full_graph: raise instead of falling back when there are graph breaks.
+        verify: compare the first compiled (eval-mode) output with eager within ``rtol`` / ``atol``
+            and warn when they differ.
+        freezing: inductor ``freezing`` for inference calls; default on for ``"inductor"``.
+
+    Example:
+        >>> net = sampan.jit.to_static(LeNet(), input_spec=[sampan.InputSpec([None, 1, 28, 28])])  # doctest: +SKIP
+        >>> net.eval(); logits = net(torch.randn(5, 1, 28, 28))                                       # doctest: +SKIP
+    """
+    if not isinstance(backend, str) and not callable(backend):
+        raise TypeError(bad_argument("backend", backend, "a torch.compile backend name such as 'inductor'"))
+    options = dict(input_spec=input_spec, backend=backend, full_graph=full_graph, verify=verify,
+                   freezing=freezing, rtol=rtol, atol=atol)
+    if layer_or_function is None:
+        return lambda target: to_static(target, **options)
+    if isinstance(layer_or_function, StaticFunction):
+        return layer_or_function
+    if isinstance(layer_or_function, nn.Module):
+        layer = layer_or_function
+        current = layer.__dict__.get("forward")
+        if isinstance(current, StaticFunction):
+            return layer
+        layer.forward = StaticFunction(layer.forward, layer=layer, **options)
+        layer._sampan_static = layer.forward
+        return layer
+    if callable(layer_or_function):
+        return StaticFunction(layer_or_function, layer=None, **options)
+    raise TypeError(bad_argument("layer_or_function", layer_or_function, "an nn.Module or a function"))
+
+
+def not_to_static(layer: nn.Module) -> nn.Module:
+    """Undoes :func:`to_static` on a layer (its ``forward`` runs eagerly again)."""
+    if isinstance(layer.__dict__.get("forward"), StaticFunction):
+        del layer.forward
+        layer.__dict__.pop("_sampan_static", None)
+    return layer

@@ -1,0 +1,106 @@
+"""What one sample reads: GPUs through nvidia-ml-py (pynvml), this process's ``torch.cuda`` allocator, the host
+through psutil. Each reader degrades to an empty reading instead of raising, so a sampler thread never spams."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import torch
+
+_log = logging.getLogger("sampan.monitor")
+_MiB = 1024 * 1024
+
+
+class GpuReader:
+    """Per device utilisation and memory (``nvmlDeviceGetUtilizationRates`` / ``nvmlDeviceGetMemoryInfo``) plus
+    ``torch.cuda.memory_allocated`` / ``memory_reserved`` / ``max_memory_allocated`` for this process.
+
+    ``note`` explains, once, why there is no GPU reading (logged once at INFO, never per sample).
+    """
+
+    def __init__(self, *, use_nvml: bool = True) -> None:
+        self.note: str | None = None
+        self._handles: list[Any] = []
+        self._nvml: Any = None
+        if use_nvml:
+            self._init_nvml()
+        if not self._handles and not torch.cuda.is_available():
+            self._say("No NVIDIA GPU found: showing the host only.")
+
+    def _init_nvml(self) -> None:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            count = pynvml.nvmlDeviceGetCount()
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+            self._nvml = pynvml
+        except Exception as exc:  # no driver, no library, no device: all mean "no NVML"
+            self._handles = []
+            if torch.cuda.is_available():
+                self._say(f"nvidia-ml-py could not read the GPUs ({type(exc).__name__}: {exc}); "
+                          "showing torch.cuda figures only. HINT: pip install nvidia-ml-py")
+
+    def _say(self, text: str) -> None:
+        if self.note is None:
+            self.note = text
+            _log.info(text)
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self._handles) or torch.cuda.is_available()
+
+    def read(self) -> list[dict]:
+        """One dict per GPU: ``index, name, util, mem_used, mem_total`` (NVML) and ``allocated, reserved, peak``
+        (this process, torch.cuda), in bytes and percent."""
+        devices: list[dict] = []
+        for i, handle in enumerate(self._handles):
+            try:
+                util = self._nvml.nvmlDeviceGetUtilizationRates(handle)
+                mem = self._nvml.nvmlDeviceGetMemoryInfo(handle)
+                devices.append({"index": i, "util": float(util.gpu), "mem_used": int(mem.used),
+                                "mem_total": int(mem.total)})
+            except Exception as exc:
+                self._say(f"nvidia-ml-py stopped answering ({type(exc).__name__}: {exc}).")
+                devices.append({"index": i})
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            for i in range(torch.cuda.device_count()):
+                while len(devices) <= i:
+                    devices.append({"index": len(devices)})
+                devices[i].update(allocated=int(torch.cuda.memory_allocated(i)),
+                                  reserved=int(torch.cuda.memory_reserved(i)),
+                                  peak=int(torch.cuda.max_memory_allocated(i)))
+        return devices
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:  # already shut down by someone else
+                pass
+            self._nvml, self._handles = None, []
+
+
+class HostReader:
+    """This process's RSS, system memory and CPU percent (psutil); ``{}`` when psutil is missing."""
+
+    def __init__(self) -> None:
+        try:
+            import psutil
+        except ImportError:
+            self._psutil = self._proc = None
+            _log.info("psutil is missing: no host figures. HINT: pip install psutil")
+            return
+        self._psutil = psutil
+        self._proc = psutil.Process(os.getpid())
+        self._proc.cpu_percent(None)  # prime: the first call always returns 0.0
+        psutil.cpu_percent(None)
+
+    def read(self) -> dict:
+        if self._proc is None:
+            return {}
+        vm = self._psutil.virtual_memory()
+        return {"rss": int(self._proc.memory_info().rss), "sys_used": int(vm.total - vm.available),
+                "sys_total": int(vm.total), "cpu": float(self._psutil.cpu_percent(None)),
+                "proc_cpu": float(self._proc.cpu_percent(None))}

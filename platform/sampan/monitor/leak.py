@@ -1,0 +1,84 @@
+"""``LeakDetector``: warns when memory grows step after step ("GPU memory keeps growing")."""
+from __future__ import annotations
+
+import collections
+import logging
+import warnings
+
+from sampan.errors import bad_argument
+
+_log = logging.getLogger("sampan.monitor")
+_MiB = 1024 * 1024
+
+
+class MemoryLeakWarning(UserWarning):
+    """Memory grew over many consecutive training steps."""
+
+
+class LeakDetector:
+    """Watches one memory figure per step and warns once when it keeps growing.
+
+    After ``warmup`` steps (allocator caches fill up first), it looks at the last ``window`` values: it warns
+    when they grew by at least ``min_growth`` bytes in all, rose on at least half of the steps and fell on at
+    most ``tolerance`` of them. A steady loop allocates and frees the same amount each step, so its figure is
+    flat; a loop that keeps tensors alive (``losses.append(loss)`` instead of ``loss.item()``) climbs.
+
+    Args:
+        window: steps looked at together (>= 4).
+        warmup: steps ignored at the start.
+        min_growth: bytes of growth over the window that count as a leak.
+        tolerance: fraction of steps in the window allowed to go down.
+        name: what is measured, for the message ("torch.cuda allocated", "process RSS").
+
+    Example:
+        >>> d = LeakDetector(window=5, warmup=0, min_growth=10)
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     for step in range(6):
+        ...         _ = d.update(step, 100 * step)
+        >>> d.warned, len(w)
+        (True, 1)
+    """
+
+    def __init__(self, *, window: int = 20, warmup: int = 5, min_growth: int = 4 * _MiB, tolerance: float = 0.1,
+                 name: str = "memory") -> None:
+        if not isinstance(window, int) or window < 4:
+            raise ValueError(bad_argument("window", window, "an int >= 4 (steps looked at together)"))
+        if not 0 <= tolerance < 0.5:
+            raise ValueError(bad_argument("tolerance", tolerance, "a fraction in [0, 0.5)"))
+        self.window, self.warmup, self.min_growth, self.tolerance, self.name = window, warmup, min_growth, tolerance, name
+        self._values: collections.deque[tuple[int, int]] = collections.deque(maxlen=window)
+        self._seen = 0
+        self.warned = False
+        self.report: dict | None = None
+        self.message: str | None = None
+
+    def reset(self) -> None:
+        self._values.clear()
+        self._seen = 0
+
+    def update(self, step: int, value: int) -> bool:
+        """Adds the figure after ``step``; returns True when this call raised the warning."""
+        self._seen += 1
+        if self._seen <= self.warmup or self.warned:
+            return False
+        self._values.append((int(step), int(value)))
+        if len(self._values) < self.window:
+            return False
+        vals = [v for _, v in self._values]
+        deltas = [b - a for a, b in zip(vals, vals[1:])]
+        ups, downs, growth = sum(d > 0 for d in deltas), sum(d < 0 for d in deltas), vals[-1] - vals[0]
+        if growth < self.min_growth or ups < len(deltas) / 2 or downs > self.tolerance * len(deltas):
+            return False
+        first, last = self._values[0][0], self._values[-1][0]
+        self.report = {"name": self.name, "first_step": first, "last_step": last, "growth": growth,
+                       "per_step": growth / max(last - first, 1), "rising_steps": ups, "window": len(vals)}
+        message = (f"{self.name} grew by {growth / _MiB:.1f} MiB from step {first} to step {last} "
+                   f"(up on {ups} of {len(deltas)} steps, about {self.report['per_step'] / 1024:.0f} KiB a step). "
+                   "HINT: keep `loss.item()` rather than the loss tensor, detach outputs you store "
+                   "(`out.detach().cpu()`), and look for lists that grow every step.")
+        self.warned, self.message = True, message
+        _log.warning(message)
+        warnings.warn(MemoryLeakWarning(message), stacklevel=3)
+        return True

@@ -1,0 +1,106 @@
+"""``torch.onnx.export(dynamo=True)`` with dynamic axes from ``InputSpec``, checked in ONNX Runtime."""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from sampan.errors import SampanError
+from sampan.jit import _artifacts as art
+from sampan.jit._specs import example_inputs, export_dynamic_shapes, flatten_outputs, require_specs
+from sampan.jit.save_load import _check_outputs, eager_forward
+from sampan.spec import InputSpec
+from sampan.utils.imports import require
+from sampan.utils.io import atomic_path
+
+
+def ort_session(path: str | os.PathLike, *, threads: int | None = None, providers: Sequence[str] | None = None):
+    """An ``onnxruntime.InferenceSession`` on ``path`` (CPU unless ``providers`` says otherwise)."""
+    ort = require("onnxruntime")
+    options = ort.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = int(threads)
+    return ort.InferenceSession(os.fspath(path), sess_options=options,
+                                providers=list(providers or ["CPUExecutionProvider"]))
+
+
+def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSpec] | None = None, *,
+           output_names: Sequence[str] | None = None, opset_version: int | None = None,
+           examples: Sequence[torch.Tensor] | None = None, verify: bool = True, rtol: float = 1e-4,
+           atol: float = 1e-4, quiet: bool = True) -> Path:
+    """Exports ``layer`` to ``path.onnx`` and checks it in ONNX Runtime against eager.
+
+    Calls ``torch.onnx.export(..., dynamo=True)``; ``None`` dims of the ``InputSpec`` become
+    dynamic axes. The file is then run in ONNX Runtime on a batch size other than the traced
+    one and compared with eager (guarding against silent export bugs such as pytorch#169178);
+    a disagreement raises :class:`sampan.jit.ExportMismatchError`. The check and the input
+    specs go in ``path.meta.json`` so that ``sampan.inference`` can serve the file.
+
+    Args:
+        layer: the network (exported in ``eval()`` mode).
+        path: ``"out/lenet"`` or ``"out/lenet.onnx"``.
+        input_spec: one ``sampan.InputSpec`` per input.
+        output_names: names of the outputs in the ONNX graph (default ``output_0``, ...).
+        opset_version: ONNX opset (default: torch's choice).
+
+    Example:
+        >>> sampan.onnx.export(net, "out/lenet", input_spec=[sampan.InputSpec([None, 1, 28, 28], name="image")])  # doctest: +SKIP
+    """
+    specs = require_specs(input_spec, what="sampan.onnx.export")
+    require("onnxscript")
+    require("onnx")
+    prefix = art.prefix_of(path)
+    file = art.artifact_path(prefix, "onnx")
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with eager_forward(layer):
+        was_training = layer.training
+        layer.eval()
+        try:
+            examples = tuple(examples) if examples is not None else example_inputs(specs, batch=2)
+            with torch.no_grad():
+                n_out = len(flatten_outputs(layer(*examples)))
+            names = list(output_names) if output_names else [f"output_{i}" for i in range(n_out)]
+            _export_file(layer, examples, specs, names, file, opset_version, quiet)
+            check = _verify(layer, file, specs, rtol, atol) if verify else {}
+            weights = art.weights_digest(layer)
+        finally:
+            layer.train(was_training)
+    art.record_artifact(prefix, "onnx", specs=specs, output_names=names, device="cpu", check=check,
+                        weights=weights)
+    return file
+
+
+def _export_file(layer, examples, specs, names, file: Path, opset_version, quiet: bool) -> None:
+    sink = io.StringIO()
+    redirect = contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext()
+    try:
+        with redirect, atomic_path(file) as tmp:
+            onnx_file = tmp.with_suffix(".onnx")
+            try:
+                torch.onnx.export(layer, examples, os.fspath(onnx_file), dynamo=True, external_data=False,
+                                  dynamic_shapes=export_dynamic_shapes(specs), input_names=[s.name for s in specs],
+                                  output_names=names, opset_version=opset_version)
+                onnx_file.replace(tmp)
+            finally:
+                onnx_file.unlink(missing_ok=True)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SampanError(f"torch.onnx.export could not export {type(layer).__name__}: {first}\n"
+                          "HINT: check that torch.export works first (sampan.jit.save), and "
+                          "sampan.jit.explain for graph breaks.") from exc
+
+
+def _verify(layer: nn.Module, file: Path, specs: list[InputSpec], rtol: float, atol: float) -> dict:
+    sample = example_inputs(specs, batch=3, seed=1)
+    with torch.no_grad():
+        expected = layer(*sample)
+    session = ort_session(file)
+    got = session.run(None, {s.name: t.numpy() for s, t in zip(specs, sample)})
+    return _check_outputs("onnx", [torch.from_numpy(np.asarray(g)) for g in got], flatten_outputs(expected),
+                          rtol=rtol, atol=atol)

@@ -1,0 +1,66 @@
+"""The Jinja2 template of ``report.html`` (kept in a module so it ships with any install)."""
+
+REPORT_HTML = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Sampan learning-path report</title>
+<style>
+  body { font-family: system-ui, -apple-system, "Segoe UI", "Noto Sans", sans-serif; margin: 2rem; color: #1d2733; }
+  h1 { font-size: 1.5rem; margin-bottom: .25rem; }
+  .meta { color: #5b6775; margin-bottom: 1.5rem; }
+  table { border-collapse: collapse; width: 100%; margin-bottom: 1.5rem; }
+  th, td { text-align: left; padding: .45rem .6rem; border-bottom: 1px solid #dde3ea; vertical-align: top; }
+  th { background: #f3f6f9; }
+  .status { font-weight: 600; border-radius: .3rem; padding: .1rem .45rem; }
+  .passed { background: #dcf5e3; color: #17652f; }
+  .failed { background: #fde2e1; color: #a11d17; }
+  .skipped, .not_run { background: #eef0f3; color: #5b6775; }
+  .bad { color: #a11d17; font-weight: 600; }
+  pre { background: #f7f7f9; padding: .75rem; overflow-x: auto; font-size: .85rem; }
+  .summary span { margin-right: 1rem; }
+  section.failure { border-left: 4px solid #a11d17; padding-left: 1rem; margin-bottom: 1.5rem; }
+</style>
+</head>
+<body>
+<h1>Learning-path report &mdash; {{ r.mode }} mode</h1>
+<div class="meta">
+  Run folder <code>{{ r.run_dir }}</code>, started {{ r.started }}{% if r.finished %}, finished {{ r.finished }}{% endif %}.
+  Parameters: {% for k, v in r.parameters.items() %}<code>{{ k }}={{ v }}</code> {% endfor %}
+</div>
+<p class="summary" id="summary">
+  <span class="status passed">{{ r.summary.passed }} passed</span>
+  <span class="status failed">{{ r.summary.failed }} failed</span>
+  <span class="status skipped">{{ r.summary.skipped }} skipped</span>
+  <span class="status not_run">{{ r.summary.not_run }} not run</span>
+</p>
+<table id="lessons">
+  <thead><tr><th>Stage</th><th>Lesson</th><th>Status</th><th>Duration</th><th>Metrics (expected range)</th><th>Notes</th></tr></thead>
+  <tbody>
+  {% for l in r.lessons %}
+  <tr data-lesson="{{ l.lesson }}" data-status="{{ l.status }}">
+    <td>{{ l.stage }}</td>
+    <td><strong>{{ l.title }}</strong><br><code>{{ l.notebook }}</code>
+      {% if l.output %}<br><a href="{{ l.output }}">executed notebook</a>{% endif %}</td>
+    <td><span class="status {{ l.status }}">{{ l.status.replace("_", " ") }}</span></td>
+    <td>{% if l.duration_s %}{{ "%.1f"|format(l.duration_s) }} s{% else %}&mdash;{% endif %}</td>
+    <td>{% for m in l.metrics %}
+      <div class="{{ '' if m.ok else 'bad' }}">{{ m.name }} = {{ m.value|num }}
+        <small>{% if m.expect is not none %}expected {{ m.expect|lower }}{% else %}[{{ m.low|bound }}, {{ m.high|bound }}]{% endif %}</small>{% if m.problem %} &mdash; {{ m.problem }}{% endif %}</div>
+      {% else %}&mdash;{% endfor %}</td>
+    <td>{{ l.reason }}</td>
+  </tr>
+  {% endfor %}
+  </tbody>
+</table>
+{% for l in r.lessons if l.error %}
+<section class="failure" id="failure-{{ l.lesson }}">
+  <h2>{{ l.lesson }} failed{% if l.error.cell_index is not none %} in cell {{ l.error.cell_index }}{% endif %}{% if l.error.execution_count %} (In [{{ l.error.execution_count }}]){% endif %}</h2>
+  <p><strong>{{ l.error.ename }}</strong>: {{ l.error.evalue }}</p>
+  {% if l.error.source %}<p>Cell source:</p><pre>{{ l.error.source }}</pre>{% endif %}
+  {% if l.error.traceback %}<details><summary>Traceback</summary><pre>{{ l.error.traceback }}</pre></details>{% endif %}
+</section>
+{% endfor %}
+</body>
+</html>
+"""

@@ -1,0 +1,78 @@
+"""The local model zoo: artifacts that earlier lessons produce and later ones need.
+
+Everything lives in ``<data dir>/zoo/<name>`` (a file or a folder), so the
+whole path runs offline on a fresh machine. A lesson asks for what it needs
+with :func:`artifact`; when it is missing the error names the lesson that
+produces it.
+
+Example:
+    >>> weights = artifact("lenet_digits")  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from sampan.errors import SampanError
+from sampan.utils.io import data_home
+
+
+class ArtifactMissingError(SampanError, FileNotFoundError):
+    """A zoo artifact is absent. Attributes: ``name``, ``path``, ``producer`` (lesson id or ``None``)."""
+
+    def __init__(self, message: str, *, name: str, path: Path, producer: str | None):
+        super().__init__(message)
+        self.name, self.path, self.producer = name, path, producer
+
+
+def zoo_dir() -> Path:
+    """``data_home() / "zoo"``."""
+    return data_home() / "zoo"
+
+
+def artifact_path(name: str) -> Path:
+    """Where artifact ``name`` lives: ``zoo/<name>`` when that exists, else ``zoo/<name>.pt``.
+
+    ``zoo/<name>.pt`` is what ``sampan.vision.models.save_to_zoo(net, name)`` writes, so weights
+    saved by a lesson are found under their zoo name; a folder or any other file can be stored
+    under ``zoo/<name>`` itself.
+    """
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
+        from sampan.errors import bad_argument
+
+        raise ValueError(bad_argument("name", name, "a plain artifact name such as 'lenet-digits'"))
+    plain = zoo_dir() / name
+    return plain if plain.exists() else zoo_dir() / f"{name}.pt"
+
+
+def missing_message(name: str, path: Path, producer, manifest_file=None) -> str:
+    """One wording for a missing artifact, shared by :func:`artifact` and the runner."""
+    where = f"Artifact {name!r} is not in the local model zoo (looked for {path})."
+    if producer is None:
+        return where + " No lesson of the learning path produces it."
+    return (where + f" It is produced by lesson {producer.id!r} ({producer.stage}: "
+            f"{producer.notebook.name}). HINT: run that lesson first, e.g. "
+            f"`sampan path run --lesson {producer.id}`.")
+
+
+def artifact(name: str, manifest=None) -> Path:
+    """The path of an existing zoo artifact, or an error naming the lesson that produces it.
+
+    Args:
+        name: the artifact name listed under a lesson's ``produces`` in ``path.yaml``.
+        manifest: the ``path.yaml`` to look the producer up in; default the repository's.
+
+    Raises:
+        ArtifactMissingError: when it is absent.
+    """
+    path = artifact_path(name)
+    if path.exists():
+        return path
+    producer = None
+    try:
+        from sampan.path.manifest import load_path
+
+        producer = load_path(manifest, check_files=False).producer_of(name)
+    except (FileNotFoundError, ValueError):
+        pass
+    raise ArtifactMissingError(missing_message(name, path, producer), name=name, path=path,
+                               producer=producer.id if producer else None)

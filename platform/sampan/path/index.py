@@ -1,0 +1,106 @@
+"""The course index: the path as Markdown (for ``notebooks/index.ipynb``) and as HTML with progress.
+
+``notebooks/index.ipynb`` holds the Markdown listing between two markers; after
+editing ``path.yaml`` regenerate it with ``python -m sampan.path.index``
+(a test checks that it is in sync).
+
+Example:
+    >>> course_index()  # in a notebook: the path with your progress and links  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import html
+import json
+import sys
+from pathlib import Path
+
+from sampan.path.manifest import LearningPath, load_path
+from sampan.path.progress import load_progress
+
+BEGIN, END = "<!-- sampan-path:begin -->", "<!-- sampan-path:end -->"
+_MARKS = {"passed": "✅", "failed": "❌"}
+
+
+def index_markdown(path: LearningPath) -> str:
+    """The listing of stages and lessons with links, between :data:`BEGIN` and :data:`END`."""
+    lines = [BEGIN, ""]
+    for stage in path.stages:
+        total = sum(x.minutes["full"] for x in stage.lessons)
+        lines.append(f"### {stage.title}" + (f" · about {total:g} min" if total else ""))
+        if stage.description:
+            lines.append(f"*{stage.description}*")
+        lines.append("")
+        if not stage.lessons:
+            lines.append("- *(lessons coming soon)*")
+        for n, lesson in enumerate(stage.lessons, 1):
+            link = lesson.relative_notebook(path.root)
+            after = f" — after *{', '.join(lesson.requires)}*" if lesson.requires else ""
+            lines.append(f"{n}. [{lesson.title}]({link}) · {lesson.minutes['full']:g} min{after}"
+                         + (f"<br>{lesson.summary}" if lesson.summary else ""))
+        lines.append("")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+class CourseIndex:
+    """The path with the learner's progress; displays as an HTML table in a notebook."""
+
+    def __init__(self, path: LearningPath, progress: dict):
+        self.path, self.progress = path, progress
+
+    @property
+    def done(self) -> int:
+        return sum(1 for x in self.path.lessons if self.progress.get(x.id, {}).get("status") == "passed")
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for stage in self.path.stages:
+            rows.append(f'<tr><th colspan="4" style="text-align:left">{html.escape(stage.title)}</th></tr>')
+            for lesson in stage.lessons:
+                status = self.progress.get(lesson.id, {}).get("status", "")
+                href = html.escape(lesson.relative_notebook(self.path.root))
+                rows.append(
+                    f'<tr data-lesson="{html.escape(lesson.id)}"><td>{_MARKS.get(status, "⬜")}</td>'
+                    f'<td><a href="{href}">{html.escape(lesson.title)}</a></td>'
+                    f'<td>{lesson.minutes["full"]:g} min</td><td>{html.escape(lesson.summary)}</td></tr>')
+        total = len(self.path.lessons)
+        return (f'<div class="sampan-course-index"><p><b>Your progress: {self.done}/{total} lessons done</b></p>'
+                f'<table>{"".join(rows)}</table></div>')
+
+    def __str__(self) -> str:
+        return f"{self.path.title}: {self.done}/{len(self.path.lessons)} lessons done"
+
+    __repr__ = __str__
+
+
+def course_index(manifest: str | Path | None = None) -> CourseIndex:
+    """The path with your progress (``notebooks/index.ipynb`` displays it)."""
+    return CourseIndex(load_path(manifest, check_files=False), load_progress())
+
+
+def sync_index_notebook(notebook: str | Path, manifest: str | Path | None = None, *, write: bool = True) -> bool:
+    """Replaces the listing between the markers in ``notebook``; returns True when it changed."""
+    from sampan.utils.io import atomic_write_text
+
+    notebook = Path(notebook)
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    listing = index_markdown(load_path(manifest))
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] == "markdown" and BEGIN in source and END in source:
+            new = source[: source.index(BEGIN)] + listing + source[source.index(END) + len(END):]
+            if new == source:
+                return False
+            if write:
+                cell["source"] = new.splitlines(keepends=True)
+                atomic_write_text(notebook, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            return True
+    raise ValueError(f"{notebook} has no Markdown cell with the markers {BEGIN} ... {END}")
+
+
+if __name__ == "__main__":  # python -m sampan.path.index
+    from sampan.path.manifest import default_manifest
+
+    target = default_manifest().parent / "index.ipynb"
+    print(f"{target}: {'updated' if sync_index_notebook(target) else 'already in sync'}")
+    sys.exit(0)

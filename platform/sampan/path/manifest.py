@@ -1,0 +1,371 @@
+"""``notebooks/path.yaml``: the learning path, read into typed objects and validated.
+
+The file lists stages in order, each with its lessons in order. A lesson names
+its notebook (relative to the manifest's folder), its prerequisites, an
+estimated time, the metrics it records with ``sampan.record`` and their
+expected ranges in quick and full mode, and the zoo artifacts it produces or
+needs. Every mistake is reported as a :class:`PathManifestError` naming the
+file, the place in it (``stages[0].lessons[1].metrics.test_acc``), the value
+and the fix.
+
+Example:
+    >>> path = load_path()  # doctest: +SKIP
+    >>> [lesson.id for lesson in path.lessons]  # doctest: +SKIP
+    ['first_model', ...]
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from sampan.errors import SampanError
+
+Mode = Literal["quick", "full"]
+MODES: tuple[str, ...] = ("quick", "full")
+
+_PATH_KEYS = {"version", "title", "defaults", "stages"}
+_STAGE_KEYS = {"id", "title", "description", "lessons"}
+_LESSON_KEYS = {"id", "notebook", "title", "summary", "requires", "minutes", "timeout",
+                "metrics", "produces", "needs", "parameters"}
+_DEFAULTS = {"timeout": {"quick": 600, "full": 3600}, "seed": 0, "parameters": {}}
+_DEFAULT_KEYS = set(_DEFAULTS)
+
+
+class PathManifestError(SampanError, ValueError):
+    """``path.yaml`` is malformed.
+
+    Attributes:
+        file: the manifest file.
+        where: the place in it, e.g. ``stages[0].lessons[1].requires``.
+    """
+
+    def __init__(self, message: str, *, file: str | Path | None = None, where: str = ""):
+        self.file = str(file) if file is not None else None
+        self.where = where
+        prefix = f"{self.file or 'path.yaml'}"
+        prefix += f": {where}" if where else ""
+        super().__init__(f"{prefix}: {message}")
+
+
+@dataclass(frozen=True)
+class MetricRange:
+    """The expected range of one recorded metric; ``None`` is an open bound."""
+
+    name: str
+    quick: tuple[float | None, float | None] = (None, None)
+    full: tuple[float | None, float | None] = (None, None)
+    expect: bool | None = None          # for exercise results: the value must be exactly this
+
+    def bounds(self, mode: Mode) -> tuple[float | None, float | None]:
+        return self.quick if mode == "quick" else self.full
+
+    def check(self, value: Any, mode: Mode) -> str | None:
+        """``None`` when ``value`` is a finite number inside the range, else why not."""
+        if self.expect is not None:
+            return None if value is self.expect else f"expected {self.expect!r}, got {value!r}"
+        low, high = self.bounds(mode)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"expected a number, got {value!r}"
+        if not math.isfinite(value):
+            return f"expected a finite number, got {value!r}"
+        if (low is not None and value < low) or (high is not None and value > high):
+            return f"{value:.6g} is outside [{_fmt(low)}, {_fmt(high)}]"
+        return None
+
+
+def _fmt(bound: float | None) -> str:
+    return "-inf" if bound is None else f"{bound:g}"
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    notebook: Path                      # absolute
+    stage: str
+    title: str
+    summary: str = ""
+    requires: tuple[str, ...] = ()
+    minutes: dict[str, float] = field(default_factory=dict)    # {"quick": .., "full": ..}
+    timeout: dict[str, float] = field(default_factory=dict)    # seconds per mode
+    metrics: tuple[MetricRange, ...] = ()
+    produces: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def relative_notebook(self, root: Path) -> str:
+        try:
+            return self.notebook.relative_to(root).as_posix()
+        except ValueError:
+            return str(self.notebook)
+
+
+@dataclass(frozen=True)
+class Stage:
+    id: str
+    title: str
+    description: str
+    lessons: tuple[Lesson, ...]
+
+
+@dataclass(frozen=True)
+class LearningPath:
+    """The validated manifest; ``lessons`` are in an order that respects every prerequisite."""
+
+    file: Path
+    title: str
+    stages: tuple[Stage, ...]
+    seed: int = 0
+
+    @property
+    def root(self) -> Path:
+        return self.file.parent
+
+    @property
+    def lessons(self) -> list[Lesson]:
+        return _topological([lesson for stage in self.stages for lesson in stage.lessons])
+
+    def lesson(self, lesson_id: str) -> Lesson:
+        for lesson in self.lessons:
+            if lesson.id == lesson_id:
+                return lesson
+        raise ValueError(_unknown("lesson", lesson_id, [x.id for x in self.lessons]))
+
+    def stage(self, stage_id: str) -> Stage:
+        for stage in self.stages:
+            if stage.id == stage_id:
+                return stage
+        raise ValueError(_unknown("stage", stage_id, [s.id for s in self.stages]))
+
+    def producer_of(self, artifact: str) -> Lesson | None:
+        return next((lesson for lesson in self.lessons if artifact in lesson.produces), None)
+
+
+def _unknown(kind: str, value: str, known: list[str]) -> str:
+    return (f"Expected `{kind}` to be one of the path's {kind}s. Received: {kind}={value!r}. "
+            f"Known {kind}s: {', '.join(known) or '(none)'}. HINT: run `sampan path list`.")
+
+
+def default_manifest() -> Path:
+    """``notebooks/path.yaml`` of the source checkout (``$SAMPAN_HOME`` when installed elsewhere)."""
+    from sampan.utils.io import repo_root
+
+    root = repo_root()
+    if root is None:
+        raise FileNotFoundError(
+            "Cannot find notebooks/path.yaml: Sampan is not running from a source checkout. "
+            "HINT: set SAMPAN_HOME to the repository folder, or pass the manifest path explicitly.")
+    return root / "notebooks" / "path.yaml"
+
+
+def load_path(manifest: str | Path | None = None, *, check_files: bool = True) -> LearningPath:
+    """Reads and validates a learning-path manifest.
+
+    Args:
+        manifest: the ``path.yaml`` file; default :func:`default_manifest`.
+        check_files: also require every lesson's notebook to exist.
+
+    Raises:
+        PathManifestError: with the file, the place and the fix.
+    """
+    from sampan.utils.imports import require
+
+    yaml = require("yaml")
+    file = Path(manifest) if manifest is not None else default_manifest()
+    if not file.is_file():
+        raise FileNotFoundError(f"The learning-path manifest {file} does not exist.")
+    try:
+        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise PathManifestError(f"not valid YAML: {exc}", file=file) from exc
+    return _Parser(file, check_files).parse(raw)
+
+
+class _Parser:
+    def __init__(self, file: Path, check_files: bool):
+        self.file, self.check_files = file, check_files
+
+    def fail(self, where: str, message: str) -> PathManifestError:
+        return PathManifestError(message, file=self.file, where=where)
+
+    def mapping(self, value: Any, where: str, allowed: set[str]) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected a mapping, got {type(value).__name__}: {value!r}")
+        unknown = sorted(set(map(str, value)) - allowed)
+        if unknown:
+            raise self.fail(where, f"unknown key(s) {', '.join(unknown)}; allowed keys: {', '.join(sorted(allowed))}")
+        return value
+
+    def parse(self, raw: Any) -> LearningPath:
+        raw = self.mapping(raw, "top level", _PATH_KEYS)
+        defaults = {**_DEFAULTS, **self.mapping(raw.get("defaults") or {}, "defaults", _DEFAULT_KEYS)}
+        self.default_params = dict(self.mapping(defaults["parameters"], "defaults.parameters",
+                                                set(map(str, defaults["parameters"] or {}))))
+        default_timeout = self.per_mode(defaults["timeout"], "defaults.timeout", positive=True)
+        stages_raw = raw.get("stages")
+        if not isinstance(stages_raw, list) or not stages_raw:
+            raise self.fail("stages", "expected a non-empty list of stages (beginner, intermediate, advanced)")
+        stages, seen = [], {}
+        for i, stage_raw in enumerate(stages_raw):
+            stages.append(self.stage(stage_raw, f"stages[{i}]", default_timeout, seen))
+        if len({s.id for s in stages}) != len(stages):
+            raise self.fail("stages", f"stage ids must be unique, got {[s.id for s in stages]}")
+        self.check_references([lesson for s in stages for lesson in s.lessons], seen)
+        path = LearningPath(file=self.file, title=str(raw.get("title", "Learning path")), stages=tuple(stages),
+                            seed=int(defaults.get("seed", 0)))
+        _topological([lesson for s in stages for lesson in s.lessons], file=self.file)
+        return path
+
+    def stage(self, raw: Any, where: str, default_timeout: dict, seen: dict[str, str]) -> Stage:
+        raw = self.mapping(raw, where, _STAGE_KEYS)
+        stage_id = self.ident(raw.get("id"), f"{where}.id")
+        lessons_raw = raw.get("lessons") or []
+        if not isinstance(lessons_raw, list):
+            raise self.fail(f"{where}.lessons", f"expected a list of lessons, got {lessons_raw!r}")
+        lessons = []
+        for j, lesson_raw in enumerate(lessons_raw):
+            lesson = self.lesson(lesson_raw, f"{where}.lessons[{j}]", stage_id, default_timeout)
+            if lesson.id in seen:
+                raise self.fail(f"{where}.lessons[{j}].id",
+                                f"lesson id {lesson.id!r} is used twice (also at {seen[lesson.id]}); ids must be unique")
+            seen[lesson.id] = f"{where}.lessons[{j}] (lesson {lesson.id!r})"
+            lessons.append(lesson)
+        return Stage(id=stage_id, title=str(raw.get("title", stage_id.title())),
+                     description=str(raw.get("description", "")), lessons=tuple(lessons))
+
+    def lesson(self, raw: Any, where: str, stage: str, default_timeout: dict) -> Lesson:
+        raw = self.mapping(raw, where, _LESSON_KEYS)
+        notebook = raw.get("notebook")
+        if not isinstance(notebook, str) or not notebook.endswith(".ipynb"):
+            raise self.fail(f"{where}.notebook", f"expected a relative path to an .ipynb file, got {notebook!r}")
+        if Path(notebook).is_absolute():
+            raise self.fail(f"{where}.notebook", f"expected a path relative to {self.file.parent}, got {notebook!r}")
+        file = (self.file.parent / notebook).resolve()
+        lesson_id = self.ident(raw.get("id", Path(notebook).stem), f"{where}.id")
+        where = f"{where} (lesson {lesson_id!r})"
+        if self.check_files and not file.is_file():
+            raise self.fail(f"{where}.notebook",
+                            f"the notebook {notebook!r} does not exist (looked for {file}). "
+                            "HINT: fix the path or remove the lesson from the manifest")
+        return Lesson(
+            id=lesson_id, notebook=file, stage=stage, title=str(raw.get("title", lesson_id.replace("_", " ").capitalize())),
+            summary=str(raw.get("summary", "")), requires=self.names(raw.get("requires"), f"{where}.requires"),
+            minutes=self.per_mode(raw.get("minutes", 0), f"{where}.minutes"),
+            timeout=self.per_mode(raw.get("timeout", default_timeout), f"{where}.timeout", positive=True),
+            metrics=self.metrics(raw.get("metrics") or {}, f"{where}.metrics"),
+            produces=self.names(raw.get("produces"), f"{where}.produces"),
+            needs=self.names(raw.get("needs"), f"{where}.needs"),
+            parameters={**self.default_params, **self.mapping(raw.get("parameters") or {}, f"{where}.parameters",
+                                                              set(map(str, raw.get("parameters") or {})))},
+        )
+
+    def ident(self, value: Any, where: str) -> str:
+        if not isinstance(value, str) or not value.replace("_", "").replace("-", "").isalnum():
+            raise self.fail(where, f"expected an identifier of letters, digits, '_' or '-', got {value!r}")
+        return value
+
+    def names(self, value: Any, where: str) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(where, f"expected a list of names, got {value!r}")
+        return tuple(value)
+
+    def per_mode(self, value: Any, where: str, positive: bool = False) -> dict[str, float]:
+        if isinstance(value, dict):
+            self.mapping(value, where, set(MODES))
+            out = {mode: value.get(mode, value.get("full" if mode == "quick" else "quick")) for mode in MODES}
+        else:
+            out = {mode: value for mode in MODES}
+        for mode, number in out.items():
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0 or (positive and number == 0):
+                raise self.fail(f"{where}.{mode}", f"expected a {'positive' if positive else 'non-negative'} number, "
+                                                   f"got {number!r}")
+        return {mode: float(n) for mode, n in out.items()}
+
+    def metrics(self, raw: Any, where: str) -> tuple[MetricRange, ...]:
+        raw = self.mapping(raw, where, set(map(str, raw)) if isinstance(raw, dict) else set())
+        out = []
+        for name, spec in raw.items():
+            here = f"{where}.{name}"
+            if isinstance(spec, bool):
+                out.append(MetricRange(str(name), expect=spec))
+            elif isinstance(spec, dict):
+                self.mapping(spec, here, set(MODES))
+                if not spec:
+                    raise self.fail(here, "expected a range for quick and/or full mode, got {}")
+                quick = spec.get("quick", spec.get("full"))
+                full = spec.get("full", spec.get("quick"))
+                out.append(MetricRange(str(name), self.range(quick, f"{here}.quick"), self.range(full, f"{here}.full")))
+            else:
+                bounds = self.range(spec, here)
+                out.append(MetricRange(str(name), bounds, bounds))
+        return tuple(out)
+
+    def range(self, value: Any, where: str) -> tuple[float | None, float | None]:
+        fix = "write [low, high] with numbers (null for an open bound) and low <= high, e.g. [0.9, 1.0]"
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            raise self.fail(where, f"expected a range [low, high], got {value!r}. HINT: {fix}")
+        for bound in value:
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, float))
+                                      or not math.isfinite(bound)):
+                raise self.fail(where, f"expected numeric bounds, got {value!r}. HINT: {fix}")
+        low, high = value
+        if low is None and high is None:
+            raise self.fail(where, f"a range needs at least one bound, got {value!r}. HINT: {fix}")
+        if low is not None and high is not None and low > high:
+            raise self.fail(where, f"low bound {low} is above high bound {high}. HINT: {fix}")
+        return (None if low is None else float(low), None if high is None else float(high))
+
+    def check_references(self, lessons: list[Lesson], seen: dict[str, str]) -> None:
+        ids = [lesson.id for lesson in lessons]
+        produced: dict[str, str] = {}
+        for lesson in lessons:
+            for artifact in lesson.produces:
+                if artifact in produced:
+                    raise self.fail(f"{seen[lesson.id]}.produces",
+                                    f"artifact {artifact!r} is already produced by lesson {produced[artifact]!r}")
+                produced[artifact] = lesson.id
+        for lesson in lessons:
+            for req in lesson.requires:
+                if req not in ids:
+                    raise self.fail(f"{seen[lesson.id]}.requires",
+                                    f"unknown lesson {req!r} in the prerequisites of {lesson.id!r}. "
+                                    f"Known lessons: {', '.join(ids)}")
+                if req == lesson.id:
+                    raise self.fail(f"{seen[lesson.id]}.requires", f"lesson {lesson.id!r} requires itself")
+            for artifact in lesson.needs:
+                if artifact not in produced:
+                    raise self.fail(f"{seen[lesson.id]}.needs",
+                                    f"artifact {artifact!r} is produced by no lesson. HINT: add it to the "
+                                    f"`produces` list of the lesson that writes it")
+
+
+def _topological(lessons: list[Lesson], file: Path | None = None) -> list[Lesson]:
+    """Lessons ordered so that each comes after its prerequisites (and producers), else manifest order."""
+    by_id = {lesson.id: lesson for lesson in lessons}
+    producer = {a: lesson.id for lesson in lessons for a in lesson.produces}
+    deps = {lesson.id: [r for r in lesson.requires if r in by_id] +
+            [producer[a] for a in lesson.needs if a in producer and producer[a] != lesson.id] for lesson in lessons}
+    order: list[Lesson] = []
+    state: dict[str, int] = {}   # 1 visiting, 2 done
+
+    def visit(lesson_id: str, trail: list[str]) -> None:
+        if state.get(lesson_id) == 2:
+            return
+        if state.get(lesson_id) == 1:
+            cycle = trail[trail.index(lesson_id):] + [lesson_id]
+            raise PathManifestError(f"cycle in prerequisites: {' -> '.join(cycle)}. HINT: remove one of these "
+                                    "`requires` (or `needs`) entries", file=file, where="requires")
+        state[lesson_id] = 1
+        for dep in deps[lesson_id]:
+            visit(dep, trail + [lesson_id])
+        state[lesson_id] = 2
+        order.append(by_id[lesson_id])
+
+    for lesson in lessons:
+        visit(lesson.id, [])
+    return order

@@ -1,0 +1,127 @@
+"""The learner's progress: ``<data dir>/progress.json``, written atomically under a file lock.
+
+A lesson counts as done when the path runner passes it, or when the learner
+runs it by hand and its final check calls :func:`mark_done`.
+
+Example:
+    >>> mark_done("first_model")  # doctest: +SKIP
+    >>> load_progress()["first_model"]["status"]  # doctest: +SKIP
+    'passed'
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from sampan.utils.io import atomic_write_json, data_home
+
+# set by the runner in a lesson's kernel: the runner, not the lesson, decides whether it passed
+RUNNER_ENV = "SAMPAN_PATH_RUNNER"
+DONE_RECORD = "sampan.path.done"
+
+
+def progress_file() -> Path:
+    """``data_home() / "progress.json"``."""
+    return data_home() / "progress.json"
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    path = progress_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+") as fh:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: atomic replace alone
+            yield
+            return
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def load_progress() -> dict[str, dict[str, Any]]:
+    """``{lesson_id: {"status", "at", "source", ...}}``; empty when nothing is done yet."""
+    path = progress_file()
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    lessons = data.get("lessons", {}) if isinstance(data, dict) else {}
+    return lessons if isinstance(lessons, dict) else {}
+
+
+def update_progress(lesson_id: str, status: str, **fields: Any) -> dict[str, Any]:
+    """Sets one lesson's entry (``status`` is ``"passed"`` or ``"failed"``); returns the entry.
+
+    A failed run never erases an earlier pass: the entry keeps ``status="passed"``
+    and notes ``last_failed_at``.
+    """
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    with _locked():
+        lessons = load_progress()
+        old = lessons.get(lesson_id, {})
+        if status == "failed" and old.get("status") == "passed":
+            entry = {**old, "last_failed_at": now}
+        else:
+            entry = {"status": status, "at": now, **fields}
+        lessons[lesson_id] = entry
+        atomic_write_json(progress_file(), {"version": 1, "lessons": lessons})
+    return entry
+
+
+def reset_progress(lesson_id: str | None = None) -> None:
+    """Forgets one lesson's progress, or all of it."""
+    with _locked():
+        lessons = {} if lesson_id is None else {k: v for k, v in load_progress().items() if k != lesson_id}
+        atomic_write_json(progress_file(), {"version": 1, "lessons": lessons})
+
+
+def mark_done(lesson: str, *, check: bool = True) -> str:
+    """Marks a lesson done; the last line of a lesson's final check calls it.
+
+    Under ``sampan path run`` it only records that the lesson reached its end
+    (the runner marks progress after checking the metrics); run by hand in
+    JupyterLab it writes the learner's progress itself.
+
+    Args:
+        lesson: the lesson's id in ``notebooks/path.yaml``, e.g. ``"first_model"``.
+        check: verify the id against the manifest when one is found.
+
+    Example:
+        >>> mark_done("first_model")  # doctest: +SKIP
+        '[sampan.path] lesson first_model done'
+    """
+    if not isinstance(lesson, str) or not lesson:
+        from sampan.errors import bad_argument
+
+        raise ValueError(bad_argument("lesson", lesson, "a lesson id from notebooks/path.yaml", 'mark_done("first_model")'))
+    from sampan.utils.record import record
+
+    if os.environ.get(RUNNER_ENV):  # the runner knows its manifest and decides after the range checks
+        record(DONE_RECORD, lesson)
+        return f"[sampan.path] lesson {lesson} reached its end"
+    if check:
+        _check_known(lesson)
+    record(DONE_RECORD, lesson)
+    update_progress(lesson, "passed", source="notebook")
+    return f"[sampan.path] lesson {lesson} done"
+
+
+def _check_known(lesson: str) -> None:
+    from sampan.path.manifest import default_manifest, load_path
+
+    try:
+        manifest = default_manifest()
+    except FileNotFoundError:
+        return
+    if manifest.is_file():
+        load_path(manifest, check_files=False).lesson(lesson)  # raises naming the known lessons

@@ -1,0 +1,65 @@
+"""Argument checks shared by pruning and quantization: ratios, layer names, example inputs."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import torch
+from torch import nn
+
+from sampan.errors import bad_argument
+from sampan.spec import InputSpec
+
+
+def check_ratio(name: str, value: Any) -> float:
+    """A float strictly between 0 and 1, or a ``ValueError`` that names the argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < float(value) < 1.0:
+        raise ValueError(bad_argument(name, value, "a float strictly between 0 and 1",
+                                      "pass e.g. 0.5 to remove half of the weights or filters"))
+    return float(value)
+
+
+def split_skip(skip: Iterable[Any] | None, model: nn.Module, *, argument: str = "skip") -> tuple[set[str], tuple[type, ...]]:
+    """Splits a skip list into layer names (checked against ``model``) and layer types."""
+    names: set[str] = set()
+    types: list[type] = []
+    known = dict(model.named_modules())
+    for item in skip or ():
+        if isinstance(item, type) and issubclass(item, nn.Module):
+            types.append(item)
+        elif isinstance(item, str):
+            check_layer_name(argument, item, known)
+            names.add(item)
+        else:
+            raise TypeError(bad_argument(argument, list(skip), "layer names (str) or layer types (nn.Module classes)",
+                                         "write skip=['fc3', torch.nn.LSTM]"))
+    return names, tuple(types)
+
+
+def check_layer_name(argument: str, name: str, known: dict[str, nn.Module] | Sequence[str]) -> None:
+    if name not in known:
+        listed = [n for n in known if n][:12]
+        raise ValueError(bad_argument(argument, name, f"a layer name of the model such as {listed}",
+                                      "list names with [n for n, _ in model.named_modules()]"))
+
+
+def is_skipped(name: str, module: nn.Module, names: set[str], types: tuple[type, ...]) -> bool:
+    """True when the layer or one of its parents is named in the skip list, or its type is listed."""
+    if types and isinstance(module, types):
+        return True
+    return any(name == n or name.startswith(n + ".") for n in names)
+
+
+def example_inputs(model: nn.Module, example_inputs: Any, input_spec: Any, *, what: str) -> tuple[torch.Tensor, ...]:
+    """Normalises ``example_inputs`` (a tensor or tuple) or builds them from ``input_spec``."""
+    if example_inputs is not None:
+        if isinstance(example_inputs, torch.Tensor):
+            return (example_inputs,)
+        if isinstance(example_inputs, (list, tuple)) and all(isinstance(t, torch.Tensor) for t in example_inputs):
+            return tuple(example_inputs)
+        raise TypeError(bad_argument("example_inputs", example_inputs, "a tensor or a tuple of tensors"))
+    if input_spec is not None:
+        specs = [input_spec] if isinstance(input_spec, InputSpec) else list(input_spec)
+        return tuple(s.example(batch=2) for s in specs)
+    raise ValueError(bad_argument("example_inputs", None, f"example inputs for {what}",
+                                  "pass example_inputs=(torch.randn(1, 1, 28, 28),) or "
+                                  "input_spec=[sampan.InputSpec([None, 1, 28, 28])]"))

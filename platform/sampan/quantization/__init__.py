@@ -1,0 +1,43 @@
+"""Quantization: dynamic int8 weights, static int8 (PTQ) and quantization-aware training (QAT).
+
+* :func:`quantize_dynamic` — int8 weights for Linear / LSTM / GRU; deploy with
+  :func:`export_onnx`, which lets ONNX Runtime run int8 kernels (the fastest int8 on CPU measured
+  by ``sampan bench compress``; torchao's eager int8 ran slower than fp32 there).
+* :class:`PTQ` — ``quantize`` -> calibrate -> ``convert``: int8 weights and activations
+  (torchao pt2e, ``X86InductorQuantizer``), for convolutional networks.
+* :class:`QAT` — ``quantize`` -> train with ``sampan.Model.fit`` -> ``convert``.
+* :func:`sensitivity` — which layers lose most when quantized; keep them in float with
+  ``skip=[...]`` / ``QuantConfig(skip=[...])``.
+
+``torch.ao.quantization`` is deprecated and not used. Mirrors ``paddle.quantization``.
+
+Example:
+    >>> import torch, sampan
+    >>> net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    >>> qnet = sampan.quantization.quantize_dynamic(net)
+    >>> qnet[0].weight_int8.dtype
+    torch.int8
+"""
+from __future__ import annotations
+
+from sampan.pruning.report import CompressionReport, compression_report
+from sampan.quantization.config import QuantConfig
+from sampan.quantization.dynamic import Int8Linear, Int8RNN, dequantize, quantize_dynamic
+from sampan.quantization.export import OnnxModel, export_onnx
+from sampan.quantization.sensitivity import sensitivity
+from sampan.quantization.static import PTQ, QAT
+
+__all__ = [
+    "CompressionReport",
+    "Int8Linear",
+    "Int8RNN",
+    "OnnxModel",
+    "PTQ",
+    "QAT",
+    "QuantConfig",
+    "compression_report",
+    "dequantize",
+    "export_onnx",
+    "quantize_dynamic",
+    "sensitivity",
+]

@@ -1,0 +1,51 @@
+"""The torchao pt2e pieces Sampan uses, imported once, quietly, with an install hint when missing."""
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+import torch
+from torch import nn
+
+from sampan.utils.imports import require
+
+_CACHE: dict[str, SimpleNamespace] = {}
+
+
+def pt2e() -> SimpleNamespace:
+    """``prepare_pt2e``, ``prepare_qat_pt2e``, ``convert_pt2e``, the X86 quantizer and helpers."""
+    if "ns" not in _CACHE:
+        logger = logging.getLogger("torch.utils._pytree")
+        level = logger.level
+        logger.setLevel(logging.ERROR)  # torchao registers an enum the way torch now warns about
+        try:
+            require("torchao")
+            from torchao.quantization import pt2e as base
+            from torchao.quantization.pt2e import quantize_pt2e as qp
+            from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as x86
+        finally:
+            logger.setLevel(level)
+        _CACHE["ns"] = SimpleNamespace(
+            prepare=qp.prepare_pt2e, prepare_qat=qp.prepare_qat_pt2e, convert=qp.convert_pt2e,
+            Quantizer=x86.X86InductorQuantizer, default_config=x86.get_default_x86_inductor_quantization_config,
+            allow_train_eval=base.allow_exported_model_train_eval, to_eval=base.move_exported_model_to_eval)
+    return _CACHE["ns"]
+
+
+def export_for_quantization(model: nn.Module, inputs: tuple) -> torch.fx.GraphModule:
+    """``torch.export`` with a dynamic batch dimension, returned as an (unlifted) GraphModule."""
+    inputs = tuple(torch.cat([t, t]) if t.dim() and t.shape[0] == 1 else t for t in inputs)
+    shapes = tuple({0: torch.export.Dim.AUTO} if t.dim() else None for t in inputs)
+    return torch.export.export(model, inputs, dynamic_shapes=shapes).module()
+
+
+def drop_unused_state(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Deletes parameters and buffers the graph no longer reads (the float weights after convert)."""
+    used = {n.target for n in gm.graph.nodes if n.op == "get_attr"}
+    for name, _ in list(gm.named_parameters()) + list(gm.named_buffers()):
+        if name not in used:
+            owner_name, _, attr = name.rpartition(".")
+            owner = gm.get_submodule(owner_name) if owner_name else gm
+            delattr(owner, attr)
+    gm.delete_all_unused_submodules()
+    return gm

@@ -1,0 +1,93 @@
+"""Which layers lose most when quantized: each layer quantized alone, the rest kept in float.
+
+The quantization counterpart of :func:`sampan.pruning.sensitivity` (PaddleSlim's
+``analysis_qat`` / "quant sensitivity"). Put the top of the ranking in ``QuantConfig(skip=...)``
+or ``quantize_dynamic(skip=...)``.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Iterable, Literal
+
+import torch
+from torch import nn
+
+from sampan.errors import bad_argument
+from sampan.pruning._checks import check_layer_name, example_inputs as _example_inputs
+from sampan.pruning.sensitivity import SensitivityTable
+from sampan.quantization._pt2e import drop_unused_state, export_for_quantization, pt2e
+from sampan.quantization.dynamic import DYNAMIC_TYPES, quantize_dynamic
+
+STATIC_TYPES = (nn.Conv2d, nn.Linear)
+
+
+def _layers(model: nn.Module, kinds: tuple, layers: Iterable[str] | None) -> list[str]:
+    found = [n for n, m in model.named_modules() if n and type(m) in kinds]
+    if layers is None:
+        return found
+    chosen = list(layers)
+    for name in chosen:
+        check_layer_name("layers", name, found)
+    return chosen
+
+
+def _static_one(graph: torch.fx.GraphModule, layer: str, calib_data: Iterable[Any], batches: int) -> nn.Module:
+    ns = pt2e()
+    quantizer = ns.Quantizer()
+    quantizer.set_module_name_qconfig(layer, ns.default_config())
+    observed = ns.prepare(copy.deepcopy(graph), quantizer)
+    with torch.no_grad():
+        for i, batch in enumerate(calib_data):
+            observed(batch[0] if isinstance(batch, (list, tuple)) else batch)
+            if i + 1 >= batches:
+                break
+    return drop_unused_state(ns.convert(observed))
+
+
+def sensitivity(model: nn.Module, eval_fn: Callable[[nn.Module], float], *,
+                method: Literal["dynamic", "static"] = "dynamic", calib_data: Iterable[Any] | None = None,
+                example_inputs: Any = None, input_spec: Any = None, layers: Iterable[str] | None = None,
+                calibration_batches: int = 8) -> SensitivityTable:
+    """Quantizes one layer at a time and records how much ``eval_fn`` drops.
+
+    Args:
+        model: the trained float network (not modified).
+        eval_fn: ``eval_fn(model) -> float``, higher is better.
+        method: ``"dynamic"`` (int8 weights of Linear / LSTM / GRU, as :func:`quantize_dynamic`) or
+            ``"static"`` (int8 weights and activations of Conv2d / Linear, as :class:`PTQ`).
+        calib_data: batches for static calibration (a ``DataLoader`` or list of tensors).
+        example_inputs / input_spec: inputs for ``torch.export`` (static only).
+        layers: only these layers (default: every quantizable one).
+        calibration_batches: batches read from ``calib_data`` per layer.
+
+    Returns:
+        A :class:`~sampan.pruning.SensitivityTable` with ``losses[layer] == {"int8": loss}``;
+        ``.ranked()`` lists the most sensitive first.
+
+    Example:
+        >>> table = sensitivity(net, lambda m: accuracy(m, val))  # doctest: +SKIP
+        >>> qnet = quantize_dynamic(net, skip=[table.ranked()[0][0]])  # doctest: +SKIP
+    """
+    if method not in ("dynamic", "static"):
+        raise ValueError(bad_argument("method", method, "'dynamic' or 'static'"))
+    baseline = float(eval_fn(model))
+    table = SensitivityTable(baseline, kind="quantize")
+    if method == "dynamic":
+        for layer in _layers(model, DYNAMIC_TYPES, layers):
+            others = [n for n, m in model.named_modules() if n and n != layer and type(m) in DYNAMIC_TYPES]
+            table.losses[layer] = {"int8": baseline - float(eval_fn(quantize_dynamic(model, skip=others)))}
+        return table
+    if calib_data is None:
+        raise ValueError(bad_argument("calib_data", None, "calibration batches for method='static'",
+                                      "pass calib_data=DataLoader(val_set, batch_size=32)"))
+    inputs = _example_inputs(model, example_inputs, input_spec, what="static quantization")
+    was_training = model.training
+    model.eval()
+    try:
+        graph = export_for_quantization(model, inputs)
+    finally:
+        model.train(was_training)
+    for layer in _layers(model, STATIC_TYPES, layers):
+        qmodel = _static_one(graph, layer, calib_data, calibration_batches)
+        table.losses[layer] = {"int8": baseline - float(eval_fn(qmodel))}
+    return table

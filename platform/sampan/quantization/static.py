@@ -1,0 +1,128 @@
+"""Static int8: post-training quantization (PTQ) with calibration, and quantization-aware training (QAT).
+
+Built on torchao's pt2e flow (``torch.export`` -> ``prepare_pt2e`` / ``prepare_qat_pt2e`` ->
+``convert_pt2e``) with the ``X86InductorQuantizer`` (int8 activations per tensor, int8 weights
+per channel). The converted model keeps int8 weights (about 4x smaller on disk), runs in torch
+and exports to ONNX as QuantizeLinear / DequantizeLinear pairs that ONNX Runtime runs.
+Mirrors ``paddle.quantization.PTQ`` / ``QAT``.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import torch
+from torch import nn
+
+from sampan.errors import bad_argument
+from sampan.pruning._checks import example_inputs as _example_inputs, split_skip
+from sampan.quantization._pt2e import drop_unused_state, export_for_quantization, pt2e
+from sampan.quantization.config import QuantConfig
+
+
+class PTQ:
+    """Post-training static quantization: ``quantize`` -> calibrate on real data -> ``convert``.
+
+    Args:
+        config: a :class:`QuantConfig` (skip list, calibration batches).
+
+    Example:
+        >>> ptq = PTQ(QuantConfig(skip=["fc3"]))
+        >>> observed = ptq.quantize(net, example_inputs=torch.randn(2, 1, 28, 28))  # doctest: +SKIP
+        >>> ptq.calibrate(observed, loader)                                       # doctest: +SKIP
+        >>> int8_net = ptq.convert(observed)                                      # doctest: +SKIP
+    """
+
+    qat = False
+
+    def __init__(self, config: QuantConfig | None = None):
+        if config is not None and not isinstance(config, QuantConfig):
+            raise TypeError(bad_argument("config", config, "a sampan.quantization.QuantConfig or None"))
+        self.config = config or QuantConfig()
+
+    def _quantizer(self, model: nn.Module):
+        ns = pt2e()
+        quantizer = ns.Quantizer()
+        quantizer.set_global(ns.default_config(is_qat=self.qat))
+        names, types = split_skip(self.config.skip, model, argument="config.skip")
+        for name in sorted(names):
+            quantizer.set_module_name_qconfig(name, None)
+        for kind in types:
+            quantizer.set_module_type_qconfig(kind, None)
+        return quantizer
+
+    def quantize(self, model: nn.Module, example_inputs: Any = None, *, input_spec: Any = None) -> torch.fx.GraphModule:
+        """Exports ``model`` and inserts observers; run data through the result, then :meth:`convert`.
+
+        Args:
+            model: the trained float network (not modified).
+            example_inputs: a tensor or tuple the model accepts (the batch dimension stays dynamic).
+            input_spec: ``sampan.InputSpec`` (or a list) used when ``example_inputs`` is None.
+        """
+        if not isinstance(model, nn.Module):
+            raise TypeError(bad_argument("model", model, "a torch.nn.Module"))
+        inputs = _example_inputs(model, example_inputs, input_spec, what="quantization (torch.export traces it)")
+        quantizer = self._quantizer(model)
+        was_training = model.training
+        model.train(self.qat)
+        try:
+            graph = export_for_quantization(model, inputs)
+        finally:
+            model.train(was_training)
+        return pt2e().prepare(graph, quantizer)
+
+    def calibrate(self, observed: nn.Module, data: Iterable[Any], *, batches: int | None = None) -> nn.Module:
+        """Runs up to ``batches`` (default ``config.calibration_batches``) batches through the observers.
+
+        ``data`` yields tensors or ``(inputs, labels)`` pairs (a ``DataLoader``); labels are ignored.
+        """
+        limit = batches or self.config.calibration_batches
+        seen = 0
+        with torch.no_grad():
+            for batch in data:
+                x = batch[0] if isinstance(batch, (list, tuple)) else batch
+                observed(x)
+                seen += 1
+                if seen >= limit:
+                    break
+        if seen == 0:
+            raise ValueError(bad_argument("data", data, "at least one batch for calibration"))
+        return observed
+
+    def convert(self, observed: nn.Module) -> torch.fx.GraphModule:
+        """Replaces observers by int8 quantize / dequantize with int8 weights; returns the int8 model."""
+        if not isinstance(observed, torch.fx.GraphModule):
+            raise TypeError(bad_argument("observed", type(observed).__name__,
+                                         "the model returned by quantize()", "call quantize() first"))
+        if self.qat:
+            pt2e().to_eval(observed)
+        converted = drop_unused_state(pt2e().convert(observed))
+        pt2e().allow_train_eval(converted)
+        return converted
+
+
+class QAT(PTQ):
+    """Quantization-aware training: ``quantize`` -> train (``sampan.Model.fit``) -> ``convert``.
+
+    The prepared model fakes int8 rounding in the forward pass so training learns around it;
+    ``model.train()`` / ``model.eval()`` switch its BatchNorm and Dropout as usual.
+
+    Example:
+        >>> qat = QAT(QuantConfig())
+        >>> prepared = qat.quantize(net, example_inputs=torch.randn(2, 1, 28, 28))  # doctest: +SKIP
+        >>> model = sampan.Model(prepared); model.prepare(opt, loss); model.fit(train)  # doctest: +SKIP
+        >>> int8_net = qat.convert(prepared)                                           # doctest: +SKIP
+    """
+
+    qat = True
+
+    def quantize(self, model: nn.Module, example_inputs: Any = None, *, input_spec: Any = None) -> torch.fx.GraphModule:
+        inputs = _example_inputs(model, example_inputs, input_spec, what="quantization (torch.export traces it)")
+        quantizer = self._quantizer(model)
+        was_training = model.training
+        model.train()
+        try:
+            graph = export_for_quantization(model, inputs)
+        finally:
+            model.train(was_training)
+        prepared = pt2e().prepare_qat(graph, quantizer)
+        return pt2e().allow_train_eval(prepared)

@@ -1,0 +1,109 @@
+"""Text classifiers over int64 token ids ``[B, L]`` (padding id 0) returning logits ``[B, num_classes]``.
+
+Example:
+    >>> import torch
+    >>> net = TextCNN(vocab_size=100, num_classes=2)
+    >>> net(torch.randint(1, 100, (4, 20))).shape
+    torch.Size([4, 2])
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sampan.errors import bad_argument
+
+__all__ = ["BiGRU", "TextCNN"]
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(bad_argument(name, value, "a positive int", f"pass {name}=1 or more"))
+
+
+class TextCNN(nn.Module):
+    """Kim (2014) convolutional sentence classifier: embeddings, parallel 1-D convolutions, max over time.
+
+    Like PaddleNLP's ``CNNEncoder`` plus a linear classifier. Inputs shorter than
+    the widest kernel are right-padded.
+
+    Args:
+        vocab_size: number of token ids (``len(vocab)``).
+        num_classes: output logits.
+        embed_dim: embedding width.
+        num_filters: convolution channels per kernel size.
+        kernel_sizes: widths of the convolutions.
+        dropout: dropout before the classifier.
+        padding_idx: the padding id, whose embedding stays zero.
+
+    Example:
+        >>> TextCNN(50, 3, kernel_sizes=(2, 3))(torch.zeros(2, 1, dtype=torch.long)).shape
+        torch.Size([2, 3])
+    """
+
+    def __init__(self, vocab_size: int, num_classes: int, *, embed_dim: int = 128, num_filters: int = 64,
+                 kernel_sizes: Sequence[int] = (2, 3, 4), dropout: float = 0.5, padding_idx: int = 0):
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("embed_dim", embed_dim),
+                            ("num_filters", num_filters)):
+            _check_positive(name, value)
+        if not kernel_sizes or not all(isinstance(k, int) and k >= 1 for k in kernel_sizes):
+            raise ValueError(bad_argument("kernel_sizes", kernel_sizes, "a non-empty sequence of positive ints",
+                                          "pass kernel_sizes=(2, 3, 4)"))
+        self.max_kernel = max(kernel_sizes)
+        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        self.convs = nn.ModuleList(nn.Conv1d(embed_dim, num_filters, k) for k in kernel_sizes)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(num_filters * len(kernel_sizes), num_classes)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embedding(ids).transpose(1, 2)  # [B, E, L]
+        if x.shape[-1] < self.max_kernel:
+            x = F.pad(x, (0, self.max_kernel - x.shape[-1]))
+        pooled = [F.relu(conv(x)).amax(dim=-1) for conv in self.convs]
+        return self.classifier(self.dropout(torch.cat(pooled, dim=1)))
+
+
+class BiGRU(nn.Module):
+    """Bidirectional GRU classifier: the final forward and backward states of the last layer, then linear.
+
+    Padding is skipped with ``pack_padded_sequence``, so the backward direction
+    starts at each text's last real token. Like PaddleNLP's ``GRUEncoder(direction="bidirect")``.
+
+    Args:
+        vocab_size: number of token ids.
+        num_classes: output logits.
+        embed_dim: embedding width.
+        hidden_size: GRU state size per direction.
+        num_layers: stacked GRU layers.
+        dropout: dropout between GRU layers and before the classifier.
+        padding_idx: the padding id.
+
+    Example:
+        >>> BiGRU(50, 2, hidden_size=8)(torch.tensor([[3, 4, 0], [5, 0, 0]])).shape
+        torch.Size([2, 2])
+    """
+
+    def __init__(self, vocab_size: int, num_classes: int, *, embed_dim: int = 128, hidden_size: int = 128,
+                 num_layers: int = 1, dropout: float = 0.0, padding_idx: int = 0):
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("embed_dim", embed_dim),
+                            ("hidden_size", hidden_size), ("num_layers", num_layers)):
+            _check_positive(name, value)
+        self.padding_idx = padding_idx
+        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        self.gru = nn.GRU(embed_dim, hidden_size, num_layers=num_layers, batch_first=True, bidirectional=True,
+                          dropout=dropout if num_layers > 1 else 0.0)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(2 * hidden_size, num_classes)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        lengths = (ids != self.padding_idx).sum(dim=1).clamp(min=1)
+        packed = nn.utils.rnn.pack_padded_sequence(
+            self.embedding(ids), lengths.cpu(), batch_first=True, enforce_sorted=False)
+        _, hidden = self.gru(packed)  # [num_layers * 2, B, H]
+        return self.classifier(self.dropout(torch.cat([hidden[-2], hidden[-1]], dim=1)))

@@ -1,0 +1,254 @@
+"""Vocabularies and tokenizers for text classification, with no external segmenter.
+
+:class:`CharTokenizer` splits into characters, which suits Chinese (each
+character a token); :class:`WordTokenizer` splits with a regular expression,
+which suits space-separated languages. Both build a :class:`Vocab` and
+``encode`` batches into padded int64 tensors (padding id 0).
+
+Example:
+    >>> tok = CharTokenizer()
+    >>> vocab = tok.build_vocab(["很好看", "不好看"])
+    >>> tok.encode(["很好", "不好看啊"], max_len=4).tolist()
+    [[5, 2, 0, 0], [4, 2, 3, 1]]
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sampan.errors import bad_argument
+from sampan.utils.io import atomic_write_json
+
+__all__ = ["CharTokenizer", "Tokenizer", "Vocab", "WordTokenizer"]
+
+_FORMAT = "sampan.vocab"
+
+
+class Vocab:
+    """Token <-> id table with ``<pad>`` at id 0 and ``<unk>`` at id 1.
+
+    Args:
+        tokens: the other tokens, in id order (duplicates and the special tokens are skipped).
+        pad_token: the padding token (id 0).
+        unk_token: the token for anything unknown (id 1).
+
+    Example:
+        >>> v = Vocab.build([["a", "b", "a"], ["c"]], min_freq=1)
+        >>> v.tokens, v["a"], v["zzz"]
+        (['<pad>', '<unk>', 'a', 'b', 'c'], 2, 1)
+    """
+
+    def __init__(self, tokens: Iterable[str] = (), *, pad_token: str = "<pad>", unk_token: str = "<unk>"):
+        self.pad_token, self.unk_token = pad_token, unk_token
+        self.tokens: list[str] = [pad_token, unk_token]
+        self._ids: dict[str, int] = {pad_token: 0, unk_token: 1}
+        for token in tokens:
+            if token not in self._ids:
+                self._ids[token] = len(self.tokens)
+                self.tokens.append(token)
+
+    pad_id = 0
+    unk_id = 1
+
+    @classmethod
+    def build(
+        cls, token_lists: Iterable[Iterable[str]], *, min_freq: int = 1, max_size: int | None = None, **kwargs: Any
+    ) -> "Vocab":
+        """Counts tokens and keeps the frequent ones, most frequent first (ties in code-point order).
+
+        Args:
+            token_lists: one list of tokens per text.
+            min_freq: drop tokens seen fewer times.
+            max_size: the largest vocabulary, the two special tokens included.
+            **kwargs: ``pad_token`` / ``unk_token``.
+        """
+        if not isinstance(min_freq, int) or min_freq < 1:
+            raise ValueError(bad_argument("min_freq", min_freq, "an int >= 1", "pass min_freq=1 to keep every token"))
+        if max_size is not None and (not isinstance(max_size, int) or max_size < 2):
+            raise ValueError(bad_argument("max_size", max_size, "None or an int >= 2 (room for <pad> and <unk>)",
+                                          "pass max_size=None for no limit"))
+        counts = Counter(token for tokens in token_lists for token in tokens)
+        ranked = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
+        vocab = cls(ranked, **kwargs)
+        if max_size is not None:
+            vocab = cls(vocab.tokens[2:max_size], **kwargs)
+        return vocab
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self._ids
+
+    def __getitem__(self, token: str) -> int:
+        return self._ids.get(token, 1)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vocab) and (self.tokens, self.pad_token, self.unk_token) == (
+            other.tokens, other.pad_token, other.unk_token)
+
+    def __repr__(self) -> str:
+        return f"Vocab(size={len(self)}, pad={self.pad_token!r}, unk={self.unk_token!r})"
+
+    def to_ids(self, tokens: Iterable[str]) -> list[int]:
+        """Ids of ``tokens``; unknown ones map to :attr:`unk_id`."""
+        return [self._ids.get(t, 1) for t in tokens]
+
+    def to_tokens(self, ids: Iterable[int]) -> list[str]:
+        """Tokens of ``ids``."""
+        return [self.tokens[int(i)] for i in ids]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": _FORMAT, "version": 1, "pad_token": self.pad_token, "unk_token": self.unk_token,
+                "tokens": self.tokens[2:]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Vocab":
+        if not isinstance(data, dict) or data.get("format") != _FORMAT:
+            raise ValueError(bad_argument("data", data, f"a dict written by Vocab.to_dict (format {_FORMAT!r})",
+                                          "load a file written by Vocab.save"))
+        return cls(data["tokens"], pad_token=data["pad_token"], unk_token=data["unk_token"])
+
+    def save(self, path: str | Path) -> Path:
+        """Writes the vocabulary as JSON, atomically."""
+        return atomic_write_json(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Vocab":
+        """Reads a vocabulary written by :meth:`save`."""
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+class Tokenizer:
+    """Base class: split text into tokens (:meth:`tokenize`), map them through a :class:`Vocab`.
+
+    Args:
+        vocab: an existing vocabulary, or None to build one with :meth:`build_vocab`.
+        lower: lower-case text before splitting.
+    """
+
+    kind = "base"
+
+    def __init__(self, vocab: Vocab | None = None, *, lower: bool = True):
+        self.vocab = vocab
+        self.lower = lower
+
+    def tokenize(self, text: str) -> list[str]:
+        raise NotImplementedError
+
+    def build_vocab(self, texts: Iterable[str], *, min_freq: int = 1, max_size: int | None = None) -> Vocab:
+        """Builds, keeps and returns the vocabulary of ``texts`` (see :meth:`Vocab.build`)."""
+        self.vocab = Vocab.build((self.tokenize(t) for t in texts), min_freq=min_freq, max_size=max_size)
+        return self.vocab
+
+    def _require_vocab(self) -> Vocab:
+        if self.vocab is None:
+            raise RuntimeError(f"{type(self).__name__} has no vocabulary yet. HINT: call "
+                               "tokenizer.build_vocab(train_texts) first, or pass vocab=Vocab.load(path).")
+        return self.vocab
+
+    def __call__(self, text: str) -> list[int]:
+        """Ids of one text, without padding or truncation."""
+        return self._require_vocab().to_ids(self.tokenize(text))
+
+    def encode(self, texts: str | Sequence[str], max_len: int | None = None) -> torch.Tensor:
+        """Token ids as an int64 tensor, truncated to / right-padded with 0 up to ``max_len``.
+
+        Args:
+            texts: one text (gives ``[max_len]``) or a sequence of texts (gives ``[B, max_len]``).
+            max_len: the length; None pads to the longest text.
+        """
+        single = isinstance(texts, str)
+        if not single and not (isinstance(texts, Sequence) and all(isinstance(t, str) for t in texts)):
+            raise TypeError(bad_argument("texts", texts, "a str or a sequence of str", "pass [text] for one text"))
+        if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1):
+            raise ValueError(bad_argument("max_len", max_len, "None or a positive int", "pass max_len=128"))
+        rows = [self(t) for t in ([texts] if single else texts)]
+        length = max_len or max((len(r) for r in rows), default=1) or 1
+        out = torch.zeros(len(rows), length, dtype=torch.int64)
+        for i, row in enumerate(rows):
+            row = row[:length]
+            out[i, : len(row)] = torch.tensor(row, dtype=torch.int64)
+        return out[0] if single else out
+
+    def decode(self, ids: Sequence[int] | torch.Tensor, *, skip_pad: bool = True) -> str:
+        """Tokens of one id sequence joined back into text (pads dropped)."""
+        vocab = self._require_vocab()
+        tokens = vocab.to_tokens(int(i) for i in ids if not (skip_pad and int(i) == vocab.pad_id))
+        return self._join(tokens)
+
+    def _join(self, tokens: list[str]) -> str:
+        return "".join(tokens)
+
+    def _config(self) -> dict[str, Any]:
+        return {"lower": self.lower}
+
+    def save(self, path: str | Path) -> Path:
+        """Writes the tokenizer's settings and vocabulary as one JSON file, atomically."""
+        return atomic_write_json(path, {"tokenizer": self.kind, **self._config(),
+                                        "vocab": self._require_vocab().to_dict()})
+
+    @staticmethod
+    def load(path: str | Path) -> "Tokenizer":
+        """Reads a tokenizer written by :meth:`save` (a :class:`CharTokenizer` or :class:`WordTokenizer`)."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        kinds = {cls.kind: cls for cls in (CharTokenizer, WordTokenizer)}
+        kind = data.pop("tokenizer", None)
+        if kind not in kinds:
+            raise ValueError(bad_argument("path", str(path), f"a tokenizer file of kind {sorted(kinds)}",
+                                          "load a file written by Tokenizer.save"))
+        vocab = Vocab.from_dict(data.pop("vocab"))
+        return kinds[kind](vocab, **data)
+
+
+class CharTokenizer(Tokenizer):
+    """One token per character, whitespace dropped; works for Chinese without a segmenter.
+
+    Example:
+        >>> CharTokenizer().tokenize("很 好Ok")
+        ['很', '好', 'o', 'k']
+    """
+
+    kind = "char"
+
+    def tokenize(self, text: str) -> list[str]:
+        text = text.lower() if self.lower else text
+        return [ch for ch in text if not ch.isspace()]
+
+
+class WordTokenizer(Tokenizer):
+    """Tokens matched by a regular expression: by default words and single punctuation marks.
+
+    A run of Chinese characters counts as one ``\\w+`` word; use :class:`CharTokenizer` for Chinese.
+
+    Args:
+        vocab: an existing vocabulary, or None.
+        lower: lower-case first.
+        pattern: the token regular expression.
+
+    Example:
+        >>> WordTokenizer().tokenize("Great movie, 10/10!")
+        ['great', 'movie', ',', '10', '/', '10', '!']
+    """
+
+    kind = "word"
+
+    def __init__(self, vocab: Vocab | None = None, *, lower: bool = True, pattern: str = r"\w+|[^\w\s]"):
+        super().__init__(vocab, lower=lower)
+        self.pattern = pattern
+        self._regex = re.compile(pattern)
+
+    def tokenize(self, text: str) -> list[str]:
+        return self._regex.findall(text.lower() if self.lower else text)
+
+    def _join(self, tokens: list[str]) -> str:
+        return " ".join(tokens)
+
+    def _config(self) -> dict[str, Any]:
+        return {"lower": self.lower, "pattern": self.pattern}

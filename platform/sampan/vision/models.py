@@ -1,0 +1,220 @@
+"""Image classifiers: Paddle's ``LeNet`` and torchvision's ResNet / MobileNetV3, plus a local weight zoo.
+
+``pretrained=True`` never downloads: it reads ``data_home()/zoo/<name>.pt``, a
+``state_dict`` that a course lesson wrote with :func:`save_to_zoo`.
+
+Example:
+    >>> import torch
+    >>> from sampan.vision.models import LeNet, resnet18
+    >>> LeNet()(torch.zeros(2, 1, 28, 28)).shape
+    torch.Size([2, 10])
+    >>> resnet18(num_classes=4, in_channels=1)(torch.zeros(2, 1, 32, 32)).shape
+    torch.Size([2, 4])
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from sampan.errors import CheckpointError, bad_argument
+from sampan.utils.io import atomic_write, data_home
+
+__all__ = [
+    "LeNet",
+    "load_from_zoo",
+    "mobilenet_v3_small",
+    "resnet18",
+    "resnet50",
+    "save_to_zoo",
+    "zoo_path",
+]
+
+_ZOO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# parameters of the classification head, skipped when num_classes differs from the saved weights
+_HEADS = {"resnet18": ("fc.",), "resnet50": ("fc.",), "mobilenet_v3_small": ("classifier.3.",), "lenet": ("fc.2.",)}
+
+
+class LeNet(nn.Module):
+    """The classic LeNet for 28x28 images, layer for layer as ``paddle.vision.models.LeNet``.
+
+    Args:
+        num_classes: output logits; ``0`` or less returns the ``[B, 16, 5, 5]`` features instead.
+        in_channels: input channels (1 for grey images).
+
+    Example:
+        >>> LeNet(num_classes=10)(torch.zeros(1, 1, 28, 28)).shape
+        torch.Size([1, 10])
+    """
+
+    def __init__(self, num_classes: int = 10, in_channels: int = 1):
+        super().__init__()
+        _check_positive("in_channels", in_channels)
+        self.num_classes = num_classes
+        self.features = nn.Sequential(
+            nn.Conv2d(in_channels, 6, 3, stride=1, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2, 2),
+            nn.Conv2d(6, 16, 5, stride=1, padding=0),
+            nn.ReLU(),
+            nn.MaxPool2d(2, 2),
+        )
+        if num_classes > 0:
+            self.fc = nn.Sequential(nn.Linear(400, 120), nn.Linear(120, 84), nn.Linear(84, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.features(x)
+        if self.num_classes > 0:
+            x = self.fc(torch.flatten(x, 1))
+        return x
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(bad_argument(name, value, "a positive int", f"pass {name}=1 or more"))
+
+
+def _replace_stem(net: nn.Module, arch: str, in_channels: int) -> None:
+    """Swaps the first convolution for one taking ``in_channels`` (same kernel, stride, padding)."""
+    if arch.startswith("resnet"):
+        old = net.conv1
+        net.conv1 = nn.Conv2d(in_channels, old.out_channels, old.kernel_size, old.stride, old.padding, bias=False)
+    else:
+        old = net.features[0][0]
+        net.features[0][0] = nn.Conv2d(in_channels, old.out_channels, old.kernel_size, old.stride, old.padding, bias=False)
+
+
+def _torchvision(arch: str, pretrained: bool | str, num_classes: int, in_channels: int, **kwargs: Any) -> nn.Module:
+    import torchvision.models
+
+    _check_positive("num_classes", num_classes)
+    _check_positive("in_channels", in_channels)
+    if not isinstance(pretrained, (bool, str)):
+        raise ValueError(bad_argument("pretrained", pretrained, "True, False or a zoo name", "pass pretrained=True"))
+    net = getattr(torchvision.models, arch)(weights=None, num_classes=num_classes, **kwargs)
+    if in_channels != 3:
+        _replace_stem(net, arch, in_channels)
+    if pretrained:
+        load_from_zoo(net, arch if pretrained is True else pretrained, head=_HEADS[arch])
+    return net
+
+
+def resnet18(pretrained: bool | str = False, *, num_classes: int = 1000, in_channels: int = 3, **kwargs: Any) -> nn.Module:
+    """ResNet-18 (``torchvision.models.resnet18``; Paddle: ``paddle.vision.models.resnet18``).
+
+    Args:
+        pretrained: ``True`` loads ``zoo_path("resnet18")``; a string loads that zoo entry; never downloads.
+            When ``num_classes`` differs from the saved head, the head is left freshly initialised.
+        num_classes: output logits.
+        in_channels: input channels; other than 3 replaces the first convolution.
+        **kwargs: passed to torchvision (e.g. ``norm_layer``).
+
+    Example:
+        >>> resnet18(num_classes=10)(torch.zeros(2, 3, 32, 32)).shape
+        torch.Size([2, 10])
+    """
+    return _torchvision("resnet18", pretrained, num_classes, in_channels, **kwargs)
+
+
+def resnet50(pretrained: bool | str = False, *, num_classes: int = 1000, in_channels: int = 3, **kwargs: Any) -> nn.Module:
+    """ResNet-50 (``torchvision.models.resnet50``); arguments as :func:`resnet18`.
+
+    Example:
+        >>> resnet50(num_classes=2).fc.out_features
+        2
+    """
+    return _torchvision("resnet50", pretrained, num_classes, in_channels, **kwargs)
+
+
+def mobilenet_v3_small(
+    pretrained: bool | str = False, *, num_classes: int = 1000, in_channels: int = 3, **kwargs: Any
+) -> nn.Module:
+    """MobileNetV3-Small (``torchvision.models.mobilenet_v3_small``); arguments as :func:`resnet18`.
+
+    Example:
+        >>> mobilenet_v3_small(num_classes=4)(torch.zeros(2, 3, 64, 64)).shape
+        torch.Size([2, 4])
+    """
+    return _torchvision("mobilenet_v3_small", pretrained, num_classes, in_channels, **kwargs)
+
+
+def zoo_path(name: str) -> Path:
+    """Where the local zoo keeps weights called ``name``: ``data_home()/zoo/<name>.pt``.
+
+    Example:
+        >>> zoo_path("resnet18").name
+        'resnet18.pt'
+    """
+    if not isinstance(name, str) or not _ZOO_NAME.match(name):
+        raise ValueError(bad_argument(
+            "name", name, "a zoo name of letters, digits, '_', '-' and '.'", "pass e.g. name='resnet18-shapes'"
+        ))
+    return data_home() / "zoo" / f"{name}.pt"
+
+
+def save_to_zoo(net: nn.Module, name: str) -> Path:
+    """Saves ``net``'s ``state_dict`` (on CPU) to :func:`zoo_path` atomically; returns the path.
+
+    Accepts an ``nn.Module`` or a ``sampan.Model`` (its ``network`` is saved).
+
+    Example:
+        >>> path = save_to_zoo(LeNet(), "lenet-digits")  # doctest: +SKIP
+    """
+    module = net if isinstance(net, nn.Module) else getattr(net, "network", None)
+    if not isinstance(module, nn.Module):
+        raise TypeError(bad_argument("net", net, "a torch.nn.Module or a sampan.Model", "pass the trained network"))
+    state = {k: v.detach().cpu() for k, v in module.state_dict().items()}
+    return atomic_write(zoo_path(name), lambda tmp: torch.save(state, tmp))
+
+
+def _missing_weights(name: str, path: Path) -> FileNotFoundError:
+    return FileNotFoundError(
+        f"No pretrained weights {name!r} in the local zoo: {path} does not exist. Sampan never downloads "
+        f"weights; the course produces them. Train the network (the transfer-learning lesson trains one on "
+        f"`shapes`) and save it with sampan.vision.models.save_to_zoo(net, {name!r}), or pass pretrained=False."
+    )
+
+
+def load_from_zoo(net: nn.Module, name: str, *, head: tuple[str, ...] = ()) -> nn.Module:
+    """Loads zoo weights ``name`` into ``net`` (``torch.load(weights_only=True)``) and returns ``net``.
+
+    Args:
+        net: the network to fill.
+        name: the zoo entry (see :func:`zoo_path`).
+        head: parameter-name prefixes of the classifier head; those whose shape differs from the
+            saved ones (another ``num_classes``) keep their fresh initialisation, with a warning.
+
+    Raises:
+        FileNotFoundError: no such zoo entry; the message says how to produce it.
+        sampan.errors.CheckpointError: the weights belong to another architecture.
+
+    Example:
+        >>> net = load_from_zoo(LeNet(), "lenet-digits")  # doctest: +SKIP
+    """
+    path = zoo_path(name)
+    if not path.is_file():
+        raise _missing_weights(name, path)
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # truncated or not a torch file
+        raise CheckpointError(f"Cannot read zoo weights {path}: {exc}", path=str(path)) from exc
+    own = net.state_dict()
+    mismatched = [(k, tuple(saved[k].shape), tuple(v.shape)) for k, v in own.items() if k in saved and saved[k].shape != v.shape]
+    fresh_head = [k for k, _, _ in mismatched if k.startswith(head)] if head else []
+    mismatched = [m for m in mismatched if m[0] not in fresh_head]
+    missing = [k for k in own if k not in saved]
+    unexpected = [k for k in saved if k not in own]
+    if missing or unexpected or mismatched:
+        raise CheckpointError(
+            f"Zoo weights {path} do not fit this network: missing {missing[:5]}, unexpected {unexpected[:5]}, "
+            f"mismatched {mismatched[:5]}. HINT: build the same architecture (and in_channels) that was saved.",
+            path=str(path), missing=missing, unexpected=unexpected, mismatched=mismatched,
+        )
+    if fresh_head:
+        warnings.warn(f"{name}: classifier head {fresh_head} has another num_classes; left freshly initialised.", stacklevel=3)
+    net.load_state_dict({k: v for k, v in saved.items() if k not in fresh_head}, strict=False)
+    return net

@@ -1,0 +1,35 @@
+"""Shared fixtures: an isolated data directory and small deterministic datasets."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own SAMPAN_DATA unless it sets one; nothing touches the user's cache."""
+    if "SAMPAN_TEST_KEEP_DATA" not in os.environ:
+        monkeypatch.setenv("SAMPAN_DATA", str(tmp_path_factory.mktemp("sampan-data")))
+    yield
+
+
+@pytest.fixture
+def blobs():
+    """A small 2-class problem a tiny MLP learns in a few epochs: (train, val) TensorDatasets."""
+    from torch.utils.data import TensorDataset
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(256, 16, generator=g)
+    y = (x[:, :4].sum(1) > 0).long()
+    return TensorDataset(x[:192], y[:192]), TensorDataset(x[192:], y[192:])
+
+
+@pytest.fixture
+def mlp():
+    def make(seed: int = 0, dropout: float = 0.0):
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Dropout(dropout),
+                                   torch.nn.Linear(32, 2))
+    return make

@@ -1,0 +1,132 @@
+"""Executes each course lesson in quick mode with its reference solutions and checks its recorded metrics.
+
+Each lesson runs with papermill in a fresh kernel ("sampan" when that kernel spec
+is installed, else "python3"), with ``QUICK=True, SOLUTION=True``, its working
+directory in a temporary folder and ``SAMPAN_DATA`` pointing at a temporary
+data directory shared by the session (so ``shapes`` is generated once). The
+values the lesson records with ``sampan.record`` are read back from the
+executed notebook and compared with the ranges below (quick mode); the ranges
+for full mode are in the final report for ``notebooks/path.yaml``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+papermill = pytest.importorskip("papermill")
+from jupyter_client.kernelspec import find_kernel_specs  # noqa: E402
+
+from sampan.utils.record import collect_records  # noqa: E402
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+KERNEL = "sampan" if "sampan" in find_kernel_specs() else "python3"
+
+# lesson -> {metric: (low, high)} in quick mode; None means unbounded on that side.
+QUICK_RANGES: dict[str, dict[str, tuple]] = {
+    "01-beginner/tensors_and_autograd": {
+        "grad_error": (0.0, 1e-6),
+        "fit_loss": (0.0, 0.05),
+        "exercise_normalize": (True, True),
+        "exercise_grad_of_cube": (True, True),
+    },
+    "01-beginner/datasets_and_transforms": {
+        "digits_train_size": (1257, 1257),
+        "normalized_mean": (-0.05, 0.05),
+        "normalized_std": (0.95, 1.05),
+        "steps_per_epoch": (94, 94),
+        "defects_majority_share": (0.69, 0.71),
+        "exercise_flattened": (True, True),
+        "exercise_lenet_tf": (True, True),
+    },
+    "02-intermediate/training_craft": {
+        "best_lr": (0.03, 0.5),
+        "sweep_best_val_loss": (0.0, 0.6),
+        "onecycle_val_acc": (0.85, 1.0),
+        "early_stop_epochs": (5, 30),
+        "early_stop_val_acc": (0.93, 1.0),
+        "resume_max_abs_diff": (0.0, 0.0),
+        "exercise_warmup_cosine": (True, True),
+        "exercise_best_epoch": (True, True),
+    },
+}
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("sampan_data")
+
+
+def execute(lesson: str, tmp_path: Path, data_dir: Path, monkeypatch, **parameters) -> tuple[dict, Path]:
+    """Runs ``notebooks/<lesson>.ipynb`` and returns its records and the executed notebook."""
+    monkeypatch.setenv("SAMPAN_DATA", str(data_dir))
+    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "2"))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    source = NOTEBOOKS / f"{lesson}.ipynb"
+    output = tmp_path / f"{source.stem}.out.ipynb"
+    params = {"QUICK": True, "SOLUTION": True, **parameters}
+    papermill.execute_notebook(str(source), str(output), parameters=params, kernel_name=KERNEL,
+                               cwd=str(tmp_path), progress_bar=False, log_output=False, execution_timeout=600)
+    return collect_records(output), output
+
+
+def assert_in_ranges(records: dict, ranges: dict[str, tuple]) -> None:
+    missing = sorted(set(ranges) - set(records))
+    assert not missing, f"metrics not recorded: {missing}; recorded: {sorted(records)}"
+    for name, (low, high) in ranges.items():
+        value = records[name]
+        if isinstance(low, bool):
+            assert value is low, f"{name} = {value!r}, expected {low!r}"
+            continue
+        assert low is None or value >= low, f"{name} = {value!r} is below {low}"
+        assert high is None or value <= high, f"{name} = {value!r} is above {high}"
+
+
+def outputs_text(notebook: Path) -> str:
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("lesson", sorted(QUICK_RANGES))
+def test_lesson_runs_and_meets_its_ranges(lesson, tmp_path, data_dir, monkeypatch):
+    records, _ = execute(lesson, tmp_path, data_dir, monkeypatch)
+    assert_in_ranges(records, QUICK_RANGES[lesson])
+    assert all(v is True for k, v in records.items() if k.startswith("exercise_")), records
+
+
+@pytest.mark.notebook
+def test_unanswered_exercises_say_what_is_wrong(tmp_path, data_dir, monkeypatch):
+    """Without the reference solutions the checks must fail and explain why, not crash the lesson."""
+    records, output = execute("01-beginner/tensors_and_autograd", tmp_path, data_dir, monkeypatch, SOLUTION=False)
+    exercises = {k: v for k, v in records.items() if k.startswith("exercise_")}
+    assert exercises and not any(exercises.values()), exercises
+    text = outputs_text(output)
+    assert "✘ normalize" in text and "HINT:" in text, text[-2000:]
+
+
+@pytest.mark.notebook
+def test_every_lesson_follows_the_conventions():
+    """Kernel, goal cell, parameters cell with QUICK and SOLUTION, an exercise, no committed outputs."""
+    import nbformat
+
+    for lesson in QUICK_RANGES:
+        nb = nbformat.read(NOTEBOOKS / f"{lesson}.ipynb", as_version=4)
+        assert nb.metadata["kernelspec"]["name"] == "sampan", lesson
+        assert nb.metadata["kernelspec"]["display_name"] == "Sampan (Python 3)", lesson
+        first = nb.cells[0]
+        assert first.cell_type == "markdown" and "Goal" in first.source and "Time" in first.source, lesson
+        params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(params) == 1 and "QUICK = True" in params[0].source and "SOLUTION = False" in params[0].source, lesson
+        assert any("# YOUR ANSWER" in c.source for c in nb.cells if c.cell_type == "code"), lesson
+        assert any("sampan.record" in c.source for c in nb.cells), lesson
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert not cell.outputs and cell.execution_count is None, (lesson, cell.source[:60])

@@ -1,0 +1,153 @@
+"""Each built-in callback's behaviour inside a real fit."""
+import csv
+import math
+
+import pytest
+import torch
+from torch.utils.data import TensorDataset
+
+import sampan
+from sampan.callbacks import (Callback, CSVLogger, EarlyStopping, LRScheduler, ModelCheckpoint, TerminateOnNaN)
+from sampan.metric import Accuracy
+
+
+def prepared(net, lr=1e-2, opt=None):
+    model = sampan.Model(net)
+    model.prepare(opt or torch.optim.Adam(net.parameters(), lr=lr), torch.nn.CrossEntropyLoss(), Accuracy())
+    return model
+
+
+class Spy(Callback):
+    """Overrides every hook so CallbackList calls them all."""
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+
+for _hook in [n for n in vars(Callback) if n.startswith("on_")]:
+    setattr(Spy, _hook, lambda self, *a, _h=_hook: self.calls.append(_h))
+
+
+def test_hooks_are_called_in_order(blobs, mlp):
+    spy = Spy()
+    model = prepared(mlp())
+    model.fit(blobs[0], blobs[1], epochs=2, batch_size=96, verbose=0, callbacks=[spy])
+    c = spy.calls
+    assert c[0] == "on_train_begin" and c[-1] == "on_train_end"
+    assert c.count("on_epoch_begin") == 2 and c.count("on_epoch_end") == 2
+    assert c.count("on_train_batch_begin") == 4 and c.count("on_train_batch_end") == 4
+    assert c.count("on_eval_begin") == 2 and c.count("on_eval_batch_end") == 2
+    first_epoch = c[: c.index("on_epoch_end") + 1]
+    assert first_epoch == ["on_train_begin", "on_epoch_begin", "on_train_batch_begin", "on_train_batch_end",
+                           "on_train_batch_begin", "on_train_batch_end", "on_eval_begin", "on_eval_batch_begin",
+                           "on_eval_batch_end", "on_eval_end", "on_epoch_end"]
+    spy.calls.clear()
+    model.predict(blobs[1], batch_size=64, verbose=0, callbacks=[spy])
+    assert spy.calls == ["on_predict_begin", "on_predict_batch_begin", "on_predict_batch_end", "on_predict_end"]
+
+
+def test_callback_list_rejects_non_callbacks(blobs, mlp):
+    with pytest.raises(TypeError, match=r"sampan.callbacks.Callback. Received: 'oops'"):
+        prepared(mlp()).fit(blobs[0], verbose=0, callbacks=["oops"])
+
+
+def test_early_stopping_stops_and_restores_best_weights(blobs, mlp):
+    train, val = blobs
+
+    class Worsen(Callback):  # plants a validation loss that is best at epoch 1 (0-based), then rises
+        def on_epoch_end(self, epoch, logs=None):
+            logs["eval_loss"] = [0.9, 0.5, 0.6, 0.7, 0.8, 0.9][epoch]
+            self.snap = getattr(self, "snap", {})
+            self.snap[epoch] = {k: v.clone() for k, v in self.model.network.state_dict().items()}
+
+    worsen = Worsen()
+    stop = EarlyStopping(monitor="eval_loss", patience=2, verbose=0)
+    model = prepared(mlp())
+    history = model.fit(train, val, epochs=6, verbose=0, callbacks=[worsen, stop])
+    assert history.epoch == [0, 1, 2, 3] and stop.stopped_epoch == 3 and stop.best_epoch == 1
+    for k, v in model.network.state_dict().items():
+        assert torch.equal(v, worsen.snap[1][k])
+
+
+def test_early_stopping_min_delta_mode_and_baseline(blobs, mlp):
+    stop = EarlyStopping(monitor="eval_acc", baseline=1.01, patience=1, verbose=0)
+    assert stop.tracker.mode == "max"
+    model = prepared(mlp())
+    history = model.fit(blobs[0], blobs[1], epochs=5, verbose=0, callbacks=[stop])
+    assert len(history.epoch) == 1  # the baseline is never beaten
+    with pytest.raises(ValueError, match=r"Expected `mode` to be 'auto', 'min' or 'max'. Received: mode='up'"):
+        EarlyStopping(mode="up")
+    with pytest.warns(UserWarning, match=r"`monitor`='eval_f1' is not in the logs"):
+        prepared(mlp()).fit(blobs[0], epochs=1, verbose=0, callbacks=[EarlyStopping(monitor="eval_f1")])
+
+
+def test_model_checkpoint_every_n_and_best_only(blobs, mlp, tmp_path):
+    model = prepared(mlp())
+    model.fit(blobs[0], blobs[1], epochs=4, verbose=0,
+              callbacks=[ModelCheckpoint(tmp_path / "every", save_freq=2)])
+    assert sorted(p.name for p in (tmp_path / "every").iterdir()) == ["2.pt", "4.pt", "final.pt"]
+    best = ModelCheckpoint(tmp_path / "best", monitor="eval_acc", save_best_only=True)
+    model.fit(blobs[0], blobs[1], epochs=2, verbose=0, callbacks=[best])
+    assert [p.name for p in (tmp_path / "best").iterdir()] == ["best.pt"]
+    saved = torch.load(tmp_path / "best" / "best.pt", weights_only=True)
+    assert saved["epoch"] >= 1
+    with pytest.raises(ValueError, match=r"Expected `monitor` to be a logged name when save_best_only=True"):
+        ModelCheckpoint(tmp_path, save_best_only=True)
+
+
+def test_lr_scheduler_by_epoch_by_step_and_plateau(blobs, mlp):
+    net = mlp()
+    opt = torch.optim.SGD(net.parameters(), lr=1.0)
+    model = prepared(net, opt=opt)
+    h = model.fit(blobs[0], epochs=3, batch_size=64, verbose=0,
+                  callbacks=[LRScheduler(torch.optim.lr_scheduler.StepLR(opt, 1, gamma=0.1))])
+    assert h["lr"] == pytest.approx([1.0, 0.1, 0.01])
+
+    net = mlp()
+    opt = torch.optim.SGD(net.parameters(), lr=1.0)
+    model = prepared(net, opt=opt)
+    model.fit(blobs[0], epochs=1, batch_size=64, verbose=0,   # 3 optimizer steps
+              callbacks=[LRScheduler(torch.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5), by_step=True, by_epoch=False)])
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.125)
+
+    net = mlp()
+    opt = torch.optim.SGD(net.parameters(), lr=1.0)
+    model = prepared(net, opt=opt)
+
+    class Flat(Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            logs["eval_loss"] = 1.0
+
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)
+    model.fit(blobs[0], epochs=3, batch_size=64, verbose=0, callbacks=[Flat(), LRScheduler(plateau)])
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.25)
+    with pytest.raises(TypeError, match=r"Expected `scheduler` to be a torch.optim.lr_scheduler instance"):
+        LRScheduler(opt)
+
+
+def test_csv_logger_writes_a_row_per_epoch(blobs, mlp, tmp_path):
+    path = tmp_path / "logs" / "train.csv"
+    prepared(mlp()).fit(blobs[0], blobs[1], epochs=3, verbose=0, callbacks=[CSVLogger(path)])
+    rows = list(csv.DictReader(path.open()))
+    assert [r["epoch"] for r in rows] == ["1", "2", "3"]
+    assert {"loss", "acc", "eval_loss", "eval_acc", "lr"} <= set(rows[0])
+    assert all(math.isfinite(float(r["eval_acc"])) for r in rows)
+    prepared(mlp()).fit(blobs[0], epochs=1, verbose=0, callbacks=[CSVLogger(path, append=True)])
+    assert len(list(csv.DictReader(path.open()))) == 4
+
+
+def test_terminate_on_nan_can_just_stop(mlp):
+    x = torch.randn(32, 16)
+    x[8:] = float("inf")
+    stopper = TerminateOnNaN(raise_error=False)
+    model = prepared(mlp())
+    model.fit(TensorDataset(x, torch.zeros(32, dtype=torch.long)), batch_size=8, shuffle=False, epochs=3,
+              verbose=0, callbacks=[stopper])
+    assert model.stop_training and "batch 1" in stopper.message and model.global_step == 2
+
+
+def test_history_keeps_step_losses_and_converts_to_a_dataframe(blobs, mlp):
+    h = prepared(mlp()).fit(blobs[0], epochs=2, batch_size=64, verbose=0)
+    assert len(h.steps) == 6 and all(isinstance(v, float) for v in h.steps)
+    df = h.to_dataframe()
+    assert list(df.index) == [0, 1] and "loss" in df.columns

@@ -1,0 +1,51 @@
+"""`sampan export CHECKPOINT --format ... --input-spec ...`."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import sampan
+from sampan.cli import main
+from sampan.cli.export import parse_input_spec
+
+
+def _lenet():
+    from sampan.vision.models import LeNet
+
+    torch.manual_seed(0)
+    return LeNet().eval()
+
+
+def test_parse_input_spec():
+    spec = parse_input_spec("image:float32:None,1,28,28")
+    assert spec == sampan.InputSpec([None, 1, 28, 28], "float32", "image")
+    assert parse_input_spec("ids:int64:[-1, ?]").shape == (None, None)
+    with pytest.raises(ValueError, match=r"Expected `--input-spec` to be NAME:DTYPE:SHAPE"):
+        parse_input_spec("image:float32")
+
+
+def test_export_a_state_dict_to_pt2_then_the_pt2_to_onnx(tmp_path, capsys):
+    net = _lenet()
+    torch.save(net.state_dict(), tmp_path / "lenet.pt")
+    code = main(["export", str(tmp_path / "lenet.pt"), "--format", "pt2", "--network", "sampan.vision.models:LeNet",
+                 "--input-spec", "image:float32:None,1,28,28", "--output-name", "logits"])
+    assert code == 0 and "lenet.pt2" in capsys.readouterr().out
+    x = torch.randn(3, 1, 28, 28)
+    torch.testing.assert_close(sampan.jit.load(tmp_path / "lenet")(x), net(x))
+
+    code = main(["export", str(tmp_path / "lenet.pt2"), "--format", "onnx"])
+    assert code == 0
+    config = sampan.inference.Config(tmp_path / "lenet")
+    config.set_backend("onnxruntime")
+    (got,) = sampan.inference.create_predictor(config).run([x.numpy()])
+    np.testing.assert_allclose(got, net(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_export_errors_exit_1_with_a_message(tmp_path, capsys):
+    assert main(["export", str(tmp_path / "missing.pt"), "--network", "sampan.vision.models:LeNet",
+                 "--input-spec", "image:float32:None,1,28,28"]) == 1
+    assert "missing.pt" in capsys.readouterr().err
+    torch.save(_lenet().state_dict(), tmp_path / "w.pt")
+    assert main(["export", str(tmp_path / "w.pt"), "--input-spec", "image:float32:None,1,28,28"]) == 1
+    assert "--network" in capsys.readouterr().err

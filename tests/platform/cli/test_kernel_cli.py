@@ -1,0 +1,47 @@
+"""`sampan kernel install`: the "Sampan (Python 3)" spec bound to this interpreter."""
+from __future__ import annotations
+
+import json
+import sys
+
+from PIL import Image
+
+from sampan.cli import main
+from sampan.cli.kernel import kernel_spec, spec_source_dir
+
+
+def test_repository_spec_has_its_logos_and_names_the_kernel():
+    source = spec_source_dir()
+    assert source is not None and source.name == "sampan"
+    raw = json.loads((source / "kernel.json").read_text())
+    assert raw["display_name"] == "Sampan (Python 3)" and raw["language"] == "python"
+    assert "{connection_file}" in raw["argv"]
+    for size in (32, 64):
+        with Image.open(source / f"logo-{size}x{size}.png") as img:
+            assert img.size == (size, size) and img.format == "PNG"
+
+
+def test_spec_is_bound_to_the_current_interpreter():
+    spec = kernel_spec(threads=3, data_dir="/tmp/sampan-x")
+    assert spec["argv"][:3] == [sys.executable, "-m", "ipykernel_launcher"]
+    assert spec["env"] == {"OMP_NUM_THREADS": "3", "SAMPAN_DATA": "/tmp/sampan-x"}
+    assert kernel_spec()["env"] == {}  # SAMPAN_DATA and OMP_NUM_THREADS pass through by default
+
+
+def test_install_into_a_prefix(tmp_path, capsys):
+    assert main(["kernel", "install", "--prefix", str(tmp_path), "--threads", "2"]) == 0
+    dest = tmp_path / "share" / "jupyter" / "kernels" / "sampan"
+    spec = json.loads((dest / "kernel.json").read_text())
+    assert spec["argv"][0] == sys.executable and spec["env"] == {"OMP_NUM_THREADS": "2"}
+    assert (dest / "logo-64x64.png").is_file() and (dest / "logo-32x32.png").is_file()
+    assert "Sampan (Python 3)" in capsys.readouterr().out
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    ksm = KernelSpecManager(kernel_dirs=[str(dest.parent)])
+    assert ksm.get_kernel_spec("sampan").display_name == "Sampan (Python 3)"
+
+
+def test_bad_thread_count_and_missing_action(tmp_path, capsys):
+    assert main(["kernel", "install", "--prefix", str(tmp_path), "--threads", "0"]) == 2
+    assert "Expected `threads` to be a positive int. Received: threads=0" in capsys.readouterr().err
+    assert main(["kernel"]) == 2

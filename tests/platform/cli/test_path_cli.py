@@ -1,0 +1,80 @@
+"""`sampan path list | run` on planted lessons."""
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+import yaml
+
+import sampan.path
+from sampan.cli import main
+
+RECORD = ("from IPython.display import display\n"
+          "display({'application/vnd.sampan.record+json': {'name': 'acc', 'value': 0.75 if QUICK else 0.2},"
+          " 'text/plain': 'acc'}, raw=True)")
+
+
+@pytest.fixture
+def planted(tmp_path):
+    return tmp_path / "notebooks"
+
+
+def _notebook(path, source):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "sampan", "display_name": "Sampan (Python 3)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("QUICK = False", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(source)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def _course(root):
+    _notebook(root / "01-beginner/one.ipynb", RECORD)
+    _notebook(root / "01-beginner/two.ipynb", "pass")
+    stages = [
+        {"id": "beginner", "title": "Beginner", "lessons": [
+            {"id": "one", "notebook": "01-beginner/one.ipynb", "minutes": {"quick": 1, "full": 12},
+             "metrics": {"acc": {"quick": [0.7, 0.8], "full": [0.9, 1.0]}}, "produces": ["w"]},
+            {"id": "two", "notebook": "01-beginner/two.ipynb", "requires": ["one"], "needs": ["w"]}]},
+        {"id": "advanced", "lessons": []}]
+    (root / "path.yaml").write_text(yaml.safe_dump({"stages": stages}))
+    return root / "path.yaml"
+
+
+def test_list_shows_the_path_with_progress(planted, capsys):
+    file = _course(planted)
+    sampan.path.update_progress("one", "passed")
+    assert main(["path", "--manifest", str(file), "list"]) == 0
+    out = capsys.readouterr().out
+    assert "1/2 lessons done" in out
+    assert "✔ one" in out and "· two" in out and "after one" in out and "12 min" in out
+    assert "(no lessons yet)" in out
+
+
+def test_run_quick_passes_and_writes_the_report(planted, tmp_path, capsys):
+    file = _course(planted)
+    code = main(["path", "--manifest", str(file), "run", "--lesson", "one", "--quick", "--output", str(tmp_path / "runs")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "✔ one" in out and "report:" in out
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["mode"] == "quick" and report["lessons"][0]["metrics"][0]["value"] == 0.75
+    assert sampan.path.load_progress()["one"]["status"] == "passed"
+
+
+def test_run_fails_with_exit_1_naming_the_missing_artifact(planted, tmp_path, capsys):
+    file = _course(planted)
+    assert main(["path", "--manifest", str(file), "run", "--lesson", "two", "--output", str(tmp_path)]) == 1
+    assert "produced by lesson 'one'" in capsys.readouterr().out
+
+
+def test_malformed_manifest_exits_2_with_the_reason(planted, capsys):
+    file = _course(planted)
+    data = yaml.safe_load(file.read_text())
+    data["stages"][0]["lessons"][0]["requires"] = ["two"]  # one -> two -> one
+    file.write_text(yaml.safe_dump(data))
+    assert main(["path", "--manifest", str(file), "list"]) == 2
+    assert "cycle in prerequisites: one -> two -> one" in capsys.readouterr().err
+    assert main(["path", "--manifest", str(file), "run", "--stage", "nope"]) == 2

@@ -1,0 +1,121 @@
+"""sampan.inference: Config, create_predictor, backends, input checks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sampan.inference import Config, Predictor, create_predictor
+from sampan.jit import MissingModelError
+
+
+def _predictor(prefix, backend="auto", **kw) -> Predictor:
+    config = Config(prefix)
+    config.disable_gpu()
+    config.set_cpu_math_library_num_threads(torch.get_num_threads())
+    config.set_backend(backend)
+    for key, value in kw.items():
+        getattr(config, key)(value)
+    return create_predictor(config)
+
+
+@pytest.mark.parametrize("backend", ["pt2", "onnxruntime", "auto"])
+def test_every_backend_matches_eager_at_other_batch_sizes(exported_lenet, backend):
+    net, prefix = exported_lenet
+    predictor = _predictor(prefix, backend)
+    assert predictor.get_input_names() == ["image"] and predictor.get_output_names() == ["logits"]
+    for batch in (1, 7, 32):
+        x = np.random.default_rng(batch).standard_normal((batch, 1, 28, 28)).astype("float32")
+        (logits,) = predictor.run([x])
+        assert isinstance(logits, np.ndarray) and logits.shape == (batch, 10)
+        np.testing.assert_allclose(logits, net(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_auto_times_every_verified_backend_and_takes_the_fastest(exported_lenet):
+    _, prefix = exported_lenet
+    predictor = _predictor(prefix, "auto")
+    assert set(predictor.timings) == {"pt2", "onnxruntime"} and not predictor.rejected
+    assert predictor.backend == min(predictor.timings, key=predictor.timings.get)
+
+
+def test_wrong_rank_shape_and_dtype_name_the_input_and_spec(exported_lenet):
+    _, prefix = exported_lenet
+    predictor = _predictor(prefix, "onnxruntime", set_warmup=0)
+    with pytest.raises(ValueError, match=r"input 'image' has rank 2 .* expects rank 4 \(shape \[None, 1, 28, 28\]\)"):
+        predictor.run([np.zeros((2, 784), "float32")])
+    with pytest.raises(ValueError, match=r"input 'image' has shape \[2, 3, 28, 28\] .*dimension 1 must be 1"):
+        predictor.run([np.zeros((2, 3, 28, 28), "float32")])
+    with pytest.raises(ValueError, match=r"input 'image' has dtype float64 but its InputSpec expects float32"):
+        predictor.run([np.zeros((2, 1, 28, 28))])
+    with pytest.raises(ValueError, match=r"Expected 1 input\(s\)"):
+        predictor.run([np.zeros((2, 1, 28, 28), "float32")] * 2)
+    with pytest.raises(TypeError, match=r"Expected `inputs\[0\]` to be a numpy array for input 'image'"):
+        predictor.run([[0.0] * 784])
+
+
+def test_missing_model_and_missing_backend(exported_lenet, tmp_path):
+    _, prefix = exported_lenet
+    with pytest.raises(MissingModelError, match=r"No exported model at .*nowhere"):
+        create_predictor(Config(tmp_path / "nowhere"))
+    with pytest.raises(MissingModelError, match=r"has no 'aoti' artifact \(exported: onnx, pt2\).*--format aoti"):
+        _predictor(prefix, "aoti")
+
+
+def test_config_checks_its_arguments(exported_lenet):
+    _, prefix = exported_lenet
+    config = Config(str(prefix) + ".onnx")
+    assert config.prefix == prefix and config.device == "cpu" and not config.use_gpu()
+    with pytest.raises(ValueError, match=r"Expected `backend` to be one of 'auto', 'pt2', 'aoti', 'onnxruntime'"):
+        config.set_backend("tensorrt")
+    with pytest.raises(ValueError, match=r"Expected `num_threads` to be an int >= 1"):
+        config.set_cpu_math_library_num_threads(0)
+    with pytest.raises(TypeError, match=r"Expected `config` to be a sampan.inference.Config"):
+        create_predictor(str(prefix))
+    config.enable_use_gpu(100, 0)
+    assert config.use_gpu() and config.device == "cuda:0"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU error; this machine has a GPU")
+def test_gpu_requested_without_a_gpu_says_how_to_fix(exported_lenet):
+    _, prefix = exported_lenet
+    config = Config(prefix)
+    config.enable_use_gpu()
+    with pytest.raises(ValueError, match=r"no CUDA device is available. HINT: call config.disable_gpu\(\)"):
+        create_predictor(config)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_gpu_predictor_matches_cpu(exported_lenet):
+    net, prefix = exported_lenet
+    config = Config(prefix)
+    config.enable_use_gpu()
+    config.set_backend("pt2")
+    x = np.ones((3, 1, 28, 28), "float32")
+    np.testing.assert_allclose(create_predictor(config).run([x])[0], net(torch.from_numpy(x)).detach().numpy(),
+                               rtol=1e-3, atol=1e-4)
+
+
+def test_a_predictor_rejects_a_backend_that_disagrees(exported_lenet, tmp_path):
+    """Artifacts of different weights under one prefix are caught before serving."""
+    import json
+    import shutil
+
+    net, prefix = exported_lenet
+    for suffix in (".pt2", ".onnx", ".meta.json"):
+        shutil.copy(f"{prefix}{suffix}", tmp_path / f"m{suffix}")
+    meta = json.loads((tmp_path / "m.meta.json").read_text())
+    meta["artifacts"]["pt2"]["file"], meta["artifacts"]["onnx"]["file"] = "m.pt2", "m.onnx"
+    (tmp_path / "m.meta.json").write_text(json.dumps(meta))
+    import sampan
+
+    other = type(net)(num_classes=10).eval()  # other weights, same specs
+    sampan.jit.save(other, tmp_path / "o", input_spec=[sampan.InputSpec([None, 1, 28, 28], name="image")],
+                    output_names=["logits"])
+    shutil.copy(tmp_path / "o.pt2", tmp_path / "m.pt2")
+    import hashlib
+
+    meta["artifacts"]["pt2"]["sha256"] = hashlib.sha256((tmp_path / "m.pt2").read_bytes()).hexdigest()
+    (tmp_path / "m.meta.json").write_text(json.dumps(meta))
+    with pytest.warns(RuntimeWarning, match=r"onnxruntime backend disagrees"):
+        predictor = _predictor(tmp_path / "m", "auto")
+    assert predictor.backend == "pt2" and "onnxruntime" in predictor.rejected

@@ -1,0 +1,51 @@
+"""sampan.jit.explain: graph count, graph breaks with source lines, plain-language hints."""
+from __future__ import annotations
+
+import torch
+from jit_helpers import DataDependent, lenet
+from torch import nn
+
+import sampan
+
+
+def test_a_clean_model_is_one_graph():
+    report = sampan.jit.explain(lenet(), torch.randn(2, 1, 28, 28))
+    assert report.ok and report.graph_count == 1 and report.graph_break_count == 0
+    assert report.op_count > 5
+    assert "one static graph" in str(report)
+
+
+def test_data_dependent_branch_is_reported_with_line_and_hint():
+    report = sampan.jit.explain(DataDependent(), torch.randn(2, 4))
+    assert not report.ok and report.graph_break_count == 1
+    brk = report.breaks[0]
+    assert brk.filename.endswith("conftest.py") and brk.source == "if y.sum() > 0:  # data-dependent control flow"
+    assert "torch.where" in brk.hint and "torch.cond" in brk.hint
+    assert "conftest.py" in str(report)
+
+
+class _Item(nn.Module):
+    def forward(self, x):
+        scale = x.abs().max().item()
+        return x / scale
+
+
+def test_item_gets_its_own_hint():
+    item = sampan.jit.explain(_Item(), torch.randn(3))
+    assert item.graph_break_count >= 1 and ".item()" in item.breaks[0].hint
+    assert "scale = x.abs().max().item()" in item.breaks[0].source
+
+
+def test_hints_for_common_causes():
+    from sampan.jit.explain import hint_for
+
+    assert "Printing" in hint_for("Unsupported builtin print")
+    assert "torch.where" in hint_for("Data-dependent branching")
+    assert "NumPy" in hint_for("call to numpy.ndarray")
+    assert "torch.compiler.disable" in hint_for("Attempted to call function marked as skipped")
+
+
+def test_explain_a_layer_already_converted_by_to_static():
+    net = sampan.jit.to_static(DataDependent(), backend="aot_eager")
+    report = sampan.jit.explain(net, torch.randn(2, 4))
+    assert report.graph_break_count == 1

@@ -1,0 +1,175 @@
+"""sampan.jit.to_static: compiled parity, dynamic batch, verification, fallback with graph breaks."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from jit_helpers import DataDependent, lenet
+from torch import nn
+from torch._dynamo.utils import counters
+
+import sampan
+from sampan import InputSpec
+from sampan.jit import StaticFunction, StaticGraphError, to_static
+
+
+@pytest.fixture(scope="module")
+def static_lenet():
+    """LeNet compiled once with inductor; the eager twin shares the weights."""
+    eager = lenet()
+    net = to_static(lenet(), input_spec=[InputSpec([None, 1, 28, 28], "float32", "image")])
+    graphs_before = counters["stats"]["unique_graphs"]
+    with torch.no_grad():
+        net(torch.randn(4, 1, 28, 28))
+    return net, eager, graphs_before
+
+
+def test_lenet_matches_eager_at_other_batch_sizes_without_recompiling(static_lenet):
+    net, eager, graphs_before = static_lenet
+    assert net.forward.status == "compiled"
+    with torch.no_grad():
+        for batch in (2, 3, 9, 15):
+            x = torch.randn(batch, 1, 28, 28)
+            torch.testing.assert_close(net(x), eager(x), rtol=1e-4, atol=1e-5)
+    assert counters["stats"]["unique_graphs"] - graphs_before == 1  # one graph served every batch size
+
+
+@pytest.mark.slow
+def test_lenet_batch_one_and_large_batches_compile_their_own_graph(static_lenet):
+    net, eager, graphs_before = static_lenet
+    with torch.no_grad():
+        for batch in (1, 40, 64):
+            x = torch.randn(batch, 1, 28, 28)
+            torch.testing.assert_close(net(x), eager(x), rtol=1e-4, atol=1e-5)
+    assert counters["stats"]["unique_graphs"] - graphs_before <= 3  # 1, 2..15, 16+: never one per size
+
+
+def test_first_call_is_verified_against_eager(static_lenet):
+    net, _, _ = static_lenet
+    assert net.forward.verified is True
+    assert net.forward.max_abs_diff < 1e-4
+    assert net.forward.compile_seconds > 0
+
+
+def test_to_static_returns_the_same_layer_with_its_weights(static_lenet):
+    net, eager, _ = static_lenet
+    assert isinstance(net, type(eager))
+    assert isinstance(net.forward, StaticFunction)
+    assert net.state_dict().keys() == eager.state_dict().keys()
+    assert to_static(net) is net  # converting twice is a no-op
+
+
+def test_verify_warns_when_the_compiled_output_differs():
+    def off_by_one(gm, example_inputs):  # a broken "compiler"
+        def run(*args):
+            return tuple(o + 1 for o in gm(*args))
+        return run
+
+    net = to_static(nn.Linear(4, 2).eval(), backend=off_by_one)
+    x = torch.randn(3, 4)
+    with pytest.warns(RuntimeWarning, match=r"differs from eager by up to 1"):
+        with torch.no_grad():
+            net(x)
+    assert net.forward.verified is False
+
+
+def test_data_dependent_control_flow_falls_back_with_one_warning_naming_the_line():
+    net = to_static(DataDependent(), backend="aot_eager")
+    eager = DataDependent()
+    eager.load_state_dict(net.state_dict())
+    x = torch.randn(3, 4)
+    with pytest.warns(RuntimeWarning) as record:
+        out = net(x)
+    messages = [str(w.message) for w in record if "to_static" in str(w.message)]
+    assert len(messages) == 1
+    assert "conftest.py" in messages[0] and "if y.sum() > 0" in messages[0]
+    assert "torch.where" in messages[0] and "Running eagerly" in messages[0]
+    assert net.forward.status == "eager"
+    torch.testing.assert_close(out, eager(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning
+        torch.testing.assert_close(net(-x), eager(-x))
+
+
+def test_full_graph_raises_with_the_graph_breaks():
+    net = to_static(DataDependent(), backend="aot_eager", full_graph=True)
+    with pytest.raises(StaticGraphError, match=r"(?s)if y.sum\(\) > 0.*full_graph=True") as info:
+        net(torch.randn(2, 4))
+    assert info.value.report.graph_break_count >= 1
+
+
+def test_a_bug_in_the_model_raises_as_in_eager():
+    net = to_static(nn.Linear(4, 2), backend="aot_eager")
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        net(torch.randn(2, 5))
+
+
+class _Decorated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+
+    @to_static(input_spec=[InputSpec([None, 4])], backend="aot_eager")
+    def forward(self, x):
+        return torch.tanh(self.linear(x))
+
+
+def test_decorator_on_forward_and_on_a_function():
+    net = _Decorated().eval()
+    x = torch.randn(5, 4)
+    expected = torch.tanh(net.linear(x))
+    torch.testing.assert_close(net(x), expected)
+    assert _Decorated.forward.status == "compiled" and _Decorated.forward.verified is True
+
+    @to_static(backend="aot_eager")
+    def gelu_sum(a, b):
+        return torch.nn.functional.gelu(a) + b
+
+    a, b = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(gelu_sum(a, b), torch.nn.functional.gelu(a) + b)
+    assert gelu_sum.status == "compiled"
+
+
+def test_frozen_graph_never_serves_stale_weights():
+    torch.manual_seed(0)
+    net = to_static(nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2)))
+    x = torch.randn(4, 8)
+    net.eval()
+    with torch.no_grad():
+        before = net(x)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(0.5)  # the weights change after the frozen graph was built
+        after = net(x)
+        expected = net.forward.original(x)
+    assert not torch.allclose(before, after)
+    torch.testing.assert_close(after, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_training_through_a_static_layer_updates_weights():
+    torch.manual_seed(0)
+    net = to_static(nn.Linear(4, 1), backend="aot_eager")
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    losses = []
+    for _ in range(5):
+        loss = torch.nn.functional.mse_loss(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(TypeError, match="layer_or_function"):
+        to_static(42)
+    with pytest.raises(TypeError, match="input_spec"):
+        to_static(nn.Linear(2, 2), input_spec=["not a spec"])
+
+
+def test_not_to_static_restores_eager():
+    net = to_static(nn.Linear(2, 2), backend="aot_eager")
+    sampan.jit.not_to_static(net)
+    assert "forward" not in net.__dict__

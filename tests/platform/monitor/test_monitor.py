@@ -1,0 +1,185 @@
+import csv
+import gc
+import logging
+import threading
+import time
+import warnings
+
+import pytest
+import torch
+from torch.utils.data import TensorDataset
+
+import sampan
+from sampan.callbacks import Callback
+from sampan.monitor import LeakDetector, MemoryLeakWarning, MonitorCallback, ResourceSampler
+from sampan.monitor import _readers
+
+
+def _threads():
+    return [t for t in threading.enumerate() if t.name == "sampan-resource-sampler"]
+
+
+def test_sampler_samples_at_its_rate_and_stops():
+    sampler = ResourceSampler(interval=0.05, gpu=False)
+    with sampler:
+        assert sampler.running
+        time.sleep(0.5)
+    assert not sampler.running and not _threads()
+    n = len(sampler.samples)
+    assert 5 <= n <= 13, n
+    times = [s["time"] for s in sampler.samples]
+    assert times == sorted(times)
+    row = sampler.latest
+    assert row["rss"] > 10 * 2**20 and row["sys_total"] >= row["sys_used"] > 0 and 0 <= row["cpu"] <= 100
+    time.sleep(0.15)
+    assert len(sampler.samples) == n  # nothing after stop
+
+
+def test_forgotten_sampler_thread_ends():
+    sampler = ResourceSampler(interval=0.02, gpu=False).start()
+    assert _threads()
+    del sampler
+    gc.collect()
+    deadline = time.time() + 2
+    while _threads() and time.time() < deadline:
+        time.sleep(0.02)
+    assert not _threads()
+
+
+def test_bad_interval_names_the_argument():
+    with pytest.raises(ValueError, match="interval"):
+        ResourceSampler(interval=0)
+
+
+def test_listener_failure_does_not_stop_sampling(caplog):
+    sampler = ResourceSampler(interval=0.02, gpu=False)
+    seen = []
+    sampler.add_listener(lambda row: 1 / 0)
+    sampler.add_listener(seen.append)
+    with caplog.at_level(logging.ERROR, logger="sampan.monitor"), sampler:
+        time.sleep(0.2)
+    assert len(seen) >= 3
+    assert sum("listener failed" in r.message for r in caplog.records) == 1
+
+
+def test_no_gpu_path_says_it_once(monkeypatch, caplog):
+    import pynvml
+
+    def no_driver():
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+
+    monkeypatch.setattr(pynvml, "nvmlInit", no_driver)
+    monkeypatch.setattr(_readers.torch.cuda, "is_available", lambda: False)
+    with caplog.at_level(logging.INFO, logger="sampan.monitor"):
+        sampler = ResourceSampler(interval=0.02)
+        with sampler:
+            time.sleep(0.15)
+    assert not sampler.has_gpu
+    assert sampler.note == "No NVIDIA GPU found: showing the host only."
+    assert not any(k.startswith("gpu") for s in sampler.samples for k in s)
+    assert sum("No NVIDIA GPU" in r.message for r in caplog.records) == 1
+    assert len(sampler.samples) >= 3
+
+
+def test_gpu_fields_from_fake_nvml(monkeypatch):
+    import pynvml
+
+    class Util:
+        gpu = 37
+
+    class Mem:
+        used, total = 3 * 2**30, 16 * 2**30
+
+    monkeypatch.setattr(pynvml, "nvmlInit", lambda: None)
+    monkeypatch.setattr(pynvml, "nvmlShutdown", lambda: None)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetCount", lambda: 2)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetHandleByIndex", lambda i: i)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetUtilizationRates", lambda h: Util)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetMemoryInfo", lambda h: Mem)
+    sampler = ResourceSampler(interval=1)
+    row = sampler.sample_now()
+    assert sampler.has_gpu and sampler.note is None
+    assert row["gpu1_util"] == 37.0 and row["gpu0_mem_used"] == 3 * 2**30 and row["gpu1_mem_total"] == 16 * 2**30
+
+
+def test_export_csv_and_dataframe(tmp_path):
+    sampler = ResourceSampler(interval=1, gpu=False)
+    sampler.step = 3
+    for _ in range(3):
+        sampler.sample_now()
+    path = tmp_path / "res.csv"
+    sampler.to_csv(path)
+    rows = list(csv.DictReader(path.open()))
+    assert len(rows) == 3 and rows[0]["step"] == "3" and int(rows[-1]["rss"]) > 0
+    df = sampler.to_dataframe()
+    assert list(df.columns[:3]) == ["time", "step", "rss"] and len(df) == 3
+
+
+def test_leak_detector_warns_once_on_growth_not_on_flat_memory():
+    flat = LeakDetector(window=10, warmup=2, min_growth=1000)
+    for step in range(100):
+        assert not flat.update(step, 10_000 + (step % 3) * 500)  # saw-tooth: alloc and free each step
+    leaky = LeakDetector(window=10, warmup=2, min_growth=1000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fired = [leaky.update(step, 10_000 + 300 * step) for step in range(40)]
+    assert sum(fired) == 1 and fired.index(True) == 2 + 10 - 1
+    assert [w.category for w in caught] == [MemoryLeakWarning]
+    assert "grew by" in str(caught[0].message) and "loss.item()" in str(caught[0].message)
+    assert leaky.report["per_step"] == pytest.approx(300)
+
+
+def test_leak_detector_rejects_small_window():
+    with pytest.raises(ValueError, match="window"):
+        LeakDetector(window=2)
+
+
+class _Leaky(Callback):
+    """Keeps every batch's loss graph alive, the seeds' "memory keeps growing" bug."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept = []
+
+    def on_train_batch_end(self, step, logs=None):
+        self.kept.append(torch.empty(256 * 1024, dtype=torch.uint8).fill_(1))  # 256 KiB a step, touched
+
+
+def _model():
+    torch.manual_seed(0)
+    net = torch.nn.Linear(8, 2)
+    model = sampan.Model(net)
+    model.prepare(torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss())
+    return model
+
+
+def test_monitor_callback_in_fit_tags_steps_and_catches_a_leak():
+    data = TensorDataset(torch.randn(640, 8), torch.randint(0, 2, (640,)))
+    model = _model()
+    cb = MonitorCallback(interval=0.01, leak_options={"window": 15, "warmup": 3, "min_growth": 2 * 2**20},
+                     probe_interval=0)
+    with pytest.warns(MemoryLeakWarning, match="process RSS grew"):
+        model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[_Leaky(), cb])
+    assert not cb.sampler.running
+    assert cb.sampler.latest["step"] == 80
+
+
+def test_monitor_callback_quiet_without_leak():
+    data = TensorDataset(torch.randn(640, 8), torch.randint(0, 2, (640,)))
+    cb = MonitorCallback(interval=0.01, leak_options={"window": 15, "warmup": 3, "min_growth": 2 * 2**20},
+                     probe_interval=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MemoryLeakWarning)
+        _model().fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
+    assert cb.detector is not None and not cb.detector.warned and cb.detector._seen == 80
+
+
+def test_leak_probe_is_throttled_by_probe_interval():
+    model = _model()
+    cb = MonitorCallback(ResourceSampler(interval=60, gpu=False), probe_interval=60)
+    cb.set_model(model)
+    cb.on_train_begin({})
+    for step in range(5):
+        cb.on_train_batch_end(step, {"loss": 1.0, "step": step + 1})
+    cb.on_train_end({})
+    assert cb.detector._seen == 1 and cb.sampler.latest["step"] == 5

@@ -1,0 +1,62 @@
+import pytest
+import torch
+
+from sampan.text import BiGRU, CharTokenizer, TextClassificationDataset, TextCNN
+
+
+@pytest.mark.parametrize("net", [TextCNN(30, 3, embed_dim=8, num_filters=4), BiGRU(30, 3, embed_dim=8, hidden_size=6)])
+def test_classifiers_map_token_ids_to_logits(net):
+    ids = torch.randint(1, 30, (5, 12))
+    assert net(ids).shape == (5, 3)
+    assert net(torch.tensor([[4, 0, 0, 0]])).shape == (1, 3)  # shorter than the widest kernel, mostly padding
+
+
+def test_bigru_ignores_padding():
+    torch.manual_seed(0)
+    net = BiGRU(20, 2, embed_dim=4, hidden_size=5).eval()
+    short = torch.tensor([[3, 7, 9]])
+    padded = torch.tensor([[3, 7, 9, 0, 0, 0]])
+    with torch.no_grad():
+        assert torch.allclose(net(short), net(padded), atol=1e-6)
+        # the batch order does not matter either (enforce_sorted=False)
+        batch = torch.tensor([[3, 7, 9, 0], [5, 6, 7, 8]])
+        assert torch.allclose(net(batch)[0], net(short)[0], atol=1e-6)
+
+
+def test_bad_arguments_name_the_argument():
+    with pytest.raises(ValueError, match=r"`vocab_size` to be a positive int. Received: vocab_size=0"):
+        TextCNN(0, 2)
+    with pytest.raises(ValueError, match=r"`kernel_sizes`.*Received: kernel_sizes=\(\)"):
+        TextCNN(10, 2, kernel_sizes=())
+    with pytest.raises(ValueError, match=r"`hidden_size`.*Received: hidden_size=-3"):
+        BiGRU(10, 2, hidden_size=-3)
+
+
+@pytest.mark.parametrize("arch", [TextCNN, BiGRU])
+def test_classifiers_learn_a_keyword_rule(arch):
+    """Positive texts contain 好, negative ones 差: both nets must separate them after a short fit."""
+    torch.manual_seed(0)
+    fillers = list("今天这个东西书质量物流价格一般还")
+    g = torch.Generator().manual_seed(0)
+    texts, labels = [], []
+    for i in range(256):
+        body = [fillers[j] for j in torch.randint(len(fillers), (8,), generator=g)]
+        body.insert(int(torch.randint(8, (1,), generator=g)), "好" if i % 2 else "差")
+        texts.append("".join(body))
+        labels.append(i % 2)
+    tok = CharTokenizer()
+    tok.build_vocab(texts)
+    ds = TextClassificationDataset(texts, labels, tok, max_len=12)
+    net = arch(len(tok.vocab), 2, embed_dim=16)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    loader = torch.utils.data.DataLoader(ds, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(0))
+    for _ in range(4):
+        for ids, y in loader:
+            loss = torch.nn.functional.cross_entropy(net(ids), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    net.eval()
+    with torch.no_grad():
+        accuracy = (net(ds.ids).argmax(1) == ds.labels).float().mean().item()
+    assert accuracy > 0.95

@@ -1,0 +1,100 @@
+import json
+
+import pytest
+import torch
+
+from sampan.text import CharTokenizer, TextClassificationDataset, Tokenizer, Vocab, WordTokenizer
+
+
+def test_vocab_orders_by_frequency_with_pad_and_unk_first():
+    vocab = Vocab.build([["b", "a", "b"], ["c", "b", "a"], ["d"]])
+    assert vocab.tokens == ["<pad>", "<unk>", "b", "a", "c", "d"]
+    assert (vocab.pad_id, vocab.unk_id) == (0, 1)
+    assert vocab.to_ids(["a", "zz"]) == [3, 1]
+    assert vocab.to_tokens([2, 0]) == ["b", "<pad>"]
+    assert "c" in vocab and "zz" not in vocab
+
+
+def test_vocab_min_freq_and_max_size():
+    lists = [["x"] * 5 + ["y"] * 3 + ["z"]]
+    assert Vocab.build(lists, min_freq=2).tokens == ["<pad>", "<unk>", "x", "y"]
+    assert Vocab.build(lists, max_size=3).tokens == ["<pad>", "<unk>", "x"]
+    assert len(Vocab.build(lists, max_size=100)) == 5
+    with pytest.raises(ValueError, match=r"`min_freq` to be an int >= 1. Received: min_freq=0"):
+        Vocab.build(lists, min_freq=0)
+    with pytest.raises(ValueError, match=r"`max_size`.*Received: max_size=1"):
+        Vocab.build(lists, max_size=1)
+
+
+def test_vocab_save_and_load_round_trip(tmp_path):
+    vocab = Vocab.build([list("今天天气很好")])
+    path = vocab.save(tmp_path / "vocab.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["format"] == "sampan.vocab" and "天" in data["tokens"]  # readable UTF-8, not escapes
+    assert Vocab.load(path) == vocab
+    (tmp_path / "other.json").write_text('{"tokens": []}', encoding="utf-8")
+    with pytest.raises(ValueError, match="written by Vocab.to_dict"):
+        Vocab.load(tmp_path / "other.json")
+
+
+def test_char_tokenizer_handles_chinese_without_a_segmenter():
+    tok = CharTokenizer()
+    assert tok.tokenize("质量 很好，OK") == ["质", "量", "很", "好", "，", "o", "k"]
+    tok.build_vocab(["质量很好", "质量太差"])
+    ids = tok.encode(["质量很好啊", "差"], max_len=4)
+    assert ids.dtype == torch.int64 and ids.shape == (2, 4)
+    assert ids[1, 1:].tolist() == [0, 0, 0]  # right padding with id 0
+    assert tok.decode(ids[0]) == "质量很好"  # truncated to max_len
+    assert tok.encode("啊啊", max_len=3).tolist() == [1, 1, 0]  # unknown -> 1, one text -> 1-D
+
+
+def test_encode_without_max_len_pads_to_the_longest():
+    tok = CharTokenizer()
+    tok.build_vocab(["abc"])
+    assert tok.encode(["a", "abc", ""]).tolist() == [[2, 0, 0], [2, 3, 4], [0, 0, 0]]
+
+
+def test_word_tokenizer_splits_words_and_punctuation():
+    tok = WordTokenizer()
+    assert tok.tokenize("Not bad, NOT bad at all!") == ["not", "bad", ",", "not", "bad", "at", "all", "!"]
+    tok.build_vocab(["not bad", "bad movie"])
+    assert tok.decode(tok.encode("not a bad movie", max_len=6)) == "not <unk> bad movie"
+    custom = WordTokenizer(pattern=r"[a-z]+", lower=False)
+    assert custom.tokenize("ab Cd ef") == ["ab", "d", "ef"]
+
+
+def test_encode_errors_name_the_argument():
+    tok = CharTokenizer()
+    with pytest.raises(RuntimeError, match="build_vocab"):
+        tok.encode(["x"])
+    tok.build_vocab(["x"])
+    with pytest.raises(ValueError, match=r"`max_len` to be None or a positive int. Received: max_len=0"):
+        tok.encode(["x"], max_len=0)
+    with pytest.raises(TypeError, match=r"`texts` to be a str or a sequence of str"):
+        tok.encode([1, 2])
+
+
+@pytest.mark.parametrize("tokenizer", [CharTokenizer(lower=False), WordTokenizer(pattern=r"\w+")])
+def test_tokenizer_save_and_load_keeps_settings_and_vocab(tmp_path, tokenizer):
+    tokenizer.build_vocab(["Hello world", "hello there"])
+    loaded = Tokenizer.load(tokenizer.save(tmp_path / "tok.json"))
+    assert type(loaded) is type(tokenizer) and loaded.vocab == tokenizer.vocab
+    assert loaded.lower == tokenizer.lower
+    assert torch.equal(loaded.encode(["Hello there!"], 8), tokenizer.encode(["Hello there!"], 8))
+
+
+def test_text_classification_dataset_from_reviews(data_home):
+    from sampan.data import load_dataset
+
+    reviews = load_dataset("reviews-zh", "val")
+    tok = CharTokenizer()
+    tok.build_vocab(reviews.texts, min_freq=2)
+    ds = TextClassificationDataset.from_dataset(reviews, tok, max_len=64)
+    assert len(ds) == len(reviews) and ds.classes == ["negative", "positive"]
+    ids, label = ds[0]
+    assert ids.shape == (64,) and ids.dtype == torch.int64 and label.dtype == torch.int64
+    assert label.item() == reviews[0][1]
+    assert ids.tolist() == (tok(reviews[0][0]) + [0] * 64)[:64]
+    assert (ds.ids[:, 0] != 0).all()  # no empty review
+    with pytest.raises(ValueError, match="one label per text"):
+        TextClassificationDataset(["a", "b"], [1], tok, max_len=4)

@@ -1,0 +1,62 @@
+"""Widgets without a browser: every widget's comm is swapped for one that records the messages it sends."""
+import threading
+
+import comm
+import pytest
+
+
+class RecordingComm(comm.base_comm.BaseComm):
+    """Stands in for the kernel's comm; keeps every message with the thread that sent it."""
+
+    def __init__(self, *args, **kwargs):
+        self.log = kwargs.pop("log")
+        kwargs.setdefault("comm_id", None)
+        super().__init__(*args, **kwargs)
+
+    def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+        self.log.append({"comm_id": self.comm_id, "msg_type": msg_type, "data": data or {},
+                         "thread": threading.current_thread().name})
+
+
+class Recorder:
+    def __init__(self):
+        self.messages = []
+        self.comms = []
+
+    def updates(self, comm_id=None):
+        return [m["data"]["state"] for m in self.messages
+                if m["msg_type"] == "comm_msg" and m["data"].get("method") == "update"
+                and (comm_id is None or m["comm_id"] == comm_id)]
+
+    def opened(self):
+        return [m for m in self.messages if m["msg_type"] == "comm_open"]
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    rec = Recorder()
+
+    def create_comm(*args, **kwargs):
+        c = RecordingComm(*args, log=rec.messages, **kwargs)
+        rec.comms.append(c)
+        return c
+
+    monkeypatch.setattr(comm, "create_comm", create_comm)
+    return rec
+
+
+def model_and_data(n=256, features=16, classes=3, seed=0):
+    import torch
+    from torch.utils.data import TensorDataset
+
+    import sampan
+
+    torch.manual_seed(seed)
+    net = torch.nn.Sequential(torch.nn.Linear(features, 32), torch.nn.ReLU(), torch.nn.Linear(32, classes))
+    model = sampan.Model(net)
+    model.prepare(torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss(),
+                  metrics=sampan.metric.Accuracy())
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, features, generator=g)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 1).long()
+    return model, TensorDataset(x, y)

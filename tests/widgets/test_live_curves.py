@@ -1,0 +1,86 @@
+import sys
+from types import SimpleNamespace
+
+import matplotlib
+import pytest
+
+from sampan_widgets import LiveCurves
+from sampan_widgets import live_curves as lc_module
+
+from conftest import model_and_data
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_redraws_are_throttled_whatever_the_step_rate(recorder, monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock))
+    live = LiveCurves(max_fps=4)
+    live.on_train_begin({})
+    for step in range(1280):  # 128 steps a second for 10 s
+        live.on_train_batch_end(step, {"loss": 1.0 / (step + 1), "batch_size": 8, "step": step + 1})
+        clock.t += 1 / 128
+    assert live.redraws == 40  # one every 0.25 s
+    charts = recorder.updates(live._charts.model_id)
+    assert len(charts) == live.redraws
+    assert "<svg" in charts[-1]["value"] and "polyline" in charts[-1]["value"]
+
+
+def test_updates_in_place_without_new_widgets_or_clear_output(recorder):
+    model, data = model_and_data()
+    live = LiveCurves(max_fps=1000)
+    opened_before = len(recorder.opened())
+    model.fit(data, data, batch_size=32, epochs=2, verbose=0, log_freq=2, callbacks=[live])
+    assert len(recorder.opened()) == opened_before  # the same widgets, updated
+    assert all(m["msg_type"] in ("comm_msg", "comm_open") for m in recorder.messages)
+    assert not any("clear_output" in str(m["data"]) or "Output" in str(m["data"].get("state", {}).get("_model_name", ""))
+                   for m in recorder.messages)
+    status = recorder.updates(live._status.model_id)[-1]["value"]
+    assert "epoch <b>2/2</b>" in status and "step <b>16</b>" in status and "eval_loss" in status
+
+
+def test_curves_per_step_and_epoch_train_and_eval():
+    model, data = model_and_data()
+    live = LiveCurves()
+    model.fit(data, data, batch_size=32, epochs=3, verbose=0, log_freq=4, callbacks=[live])
+    assert [s for s, _ in live.steps["loss"]] == list(range(1, 25))
+    assert [s for s, _ in live.steps["acc"]] == [4, 8, 12, 16, 20, 24]  # metrics every log_freq steps
+    assert [s for s, _ in live.epochs["loss"]] == [8, 16, 24]
+    assert len(live.epochs["eval_loss"]) == len(live.epochs["eval_acc"]) == 3
+    assert "lr" not in live.steps and "batch_size" not in live.steps
+    panels = dict(live._panels())
+    assert list(panels) == ["loss", "acc"]
+    assert [s["label"] for s in panels["loss"]] == ["train (step)", "train (epoch)", "eval"]
+
+
+def test_metrics_filter_and_bad_fps():
+    live = LiveCurves(metrics=[])
+    live.on_train_batch_end(0, {"loss": 1.0, "acc": 0.5, "step": 1})
+    assert list(live.steps) == ["loss"]
+    with pytest.raises(ValueError, match="max_fps"):
+        LiveCurves(max_fps=0)
+
+
+def test_final_picture_leaks_no_pyplot_figure():
+    model, data = model_and_data(n=64)
+    live = LiveCurves()
+    model.fit(data, data, batch_size=32, epochs=2, verbose=0, callbacks=[live])
+    png = live.to_png()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    if "matplotlib.pyplot" in sys.modules:
+        assert sys.modules["matplotlib.pyplot"].get_fignums() == []
+    assert matplotlib.get_backend()  # untouched, no pyplot backend switch needed
+    assert live.final_png is None  # not in a kernel: nothing displayed
+
+
+def test_is_displayable_as_a_widget(recorder):
+    live = LiveCurves()
+    bundle = live._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == live._panel.model_id
+    assert live.widget is live._panel and live._embedded

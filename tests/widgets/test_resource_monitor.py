@@ -1,0 +1,96 @@
+import threading
+import time
+
+import ipywidgets as W
+import pytest
+import torch
+
+from sampan.callbacks import Callback
+from sampan.monitor import MemoryLeakWarning, _readers
+from sampan_widgets import ResourceMonitor
+
+from conftest import model_and_data
+
+
+def _sampler_threads():
+    return [t for t in threading.enumerate() if t.name == "sampan-resource-sampler"]
+
+
+def _wait(pred, timeout=3.0):
+    deadline = time.time() + timeout
+    while not pred() and time.time() < deadline:
+        time.sleep(0.02)
+    return pred()
+
+
+def test_updates_come_from_the_sampler_thread_by_setting_traits(recorder):
+    monitor = ResourceMonitor(interval=0.05)
+    with monitor:
+        assert _wait(lambda: monitor.updates >= 4)
+    assert not monitor.running and not _sampler_threads()
+    updates = [m for m in recorder.messages if m["comm_id"] == monitor._status.model_id
+               and m["data"].get("method") == "update"]
+    # the first sample is taken by start() itself; every later one by the sampler thread
+    assert len(updates) >= 4 and {m["thread"] for m in updates[1:]} == {"sampan-resource-sampler"}
+    values = [m["data"]["state"]["value"] for m in updates]
+    assert len(set(values)) == len(values)  # the time stamp changes: values change over time
+    assert "process RSS" in values[-1]
+    assert not any(isinstance(w, W.Output) for w in monitor._panel.children)
+
+
+def test_closing_the_widget_stops_the_thread(recorder):
+    monitor = ResourceMonitor(interval=0.02).start()
+    assert monitor.running and _sampler_threads()
+    monitor.widget.close()
+    assert not monitor.running and not _sampler_threads()
+    n = len(monitor.samples)
+    time.sleep(0.1)
+    assert len(monitor.samples) == n
+
+
+def test_no_gpu_is_said_once(recorder, monkeypatch):
+    import pynvml
+
+    monkeypatch.setattr(pynvml, "nvmlInit", lambda: (_ for _ in ()).throw(pynvml.NVMLError(9)))
+    monkeypatch.setattr(_readers.torch.cuda, "is_available", lambda: False)
+    monitor = ResourceMonitor(interval=0.02)
+    with monitor:
+        assert _wait(lambda: monitor.updates >= 3)
+    html = monitor._status.value
+    assert html.count("No NVIDIA GPU found") == 1 and "GPU 0" not in html and "system memory" in html
+
+
+class _Leaky(Callback):
+    def __init__(self):
+        super().__init__()
+        self.kept = []
+
+    def on_train_batch_end(self, step, logs=None):
+        self.kept.append(torch.ones(64 * 1024, dtype=torch.float32))  # 256 KiB a step, kept alive
+
+
+def test_fit_callback_form_and_leak_warning_in_the_view(recorder, tmp_path):
+    model, data = model_and_data(n=640)
+    monitor = ResourceMonitor(interval=0.02, leak_options={"window": 15, "warmup": 3, "min_growth": 2 * 2**20},
+                     probe_interval=0)
+    with pytest.warns(MemoryLeakWarning):
+        model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[_Leaky(), monitor])
+    assert not monitor.running
+    assert monitor.leak_warning and "grew by" in monitor.leak_warning
+    assert "⚠" in monitor._status.value
+    df = monitor.to_dataframe()
+    assert len(df) >= 2 and df["step"].dropna().max() == 80
+    monitor.to_csv(tmp_path / "r.csv")
+    assert (tmp_path / "r.csv").read_text().startswith("time,step,rss")
+
+
+def test_no_leak_no_warning(recorder):
+    import warnings
+
+    model, data = model_and_data(n=320)
+    monitor = ResourceMonitor(interval=0.05, leak_options={"window": 10, "warmup": 3, "min_growth": 2 * 2**20},
+                              probe_interval=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MemoryLeakWarning)
+        model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[monitor])
+    assert monitor.leak_warning is None and "⚠" not in monitor._status.value

@@ -1,0 +1,168 @@
+"""``LiveCurves``: loss and metrics per step and per epoch, train against eval, redrawn in place."""
+from __future__ import annotations
+
+import html
+import math
+import time
+from typing import Any, Literal, Sequence
+
+import ipywidgets as W
+
+from sampan.callbacks.base import Callback
+from sampan_widgets._base import Drawn, Panel, in_kernel, png_bundle
+from sampan_widgets._draw import COLORS, new_figure, svg_lines, to_png
+
+_SKIP = {"batch_size", "step", "lr", "loss_scale", "skipped_steps"}
+_TRAIN, _EVAL = COLORS[0], COLORS[1]
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+class LiveCurves(Callback, Drawn):
+    """A ``fit`` callback and a widget: loss and metrics per step (train) and per epoch (train and eval).
+
+    The view is two ipywidgets ``HTML`` values (a status line and inline SVG charts) updated in place from
+    the training thread, at most ``max_fps`` times a second whatever the step rate; every epoch end and the
+    train end always redraw. When training ends it renders the final curves with matplotlib (Agg, no pyplot)
+    and leaves them as a PNG in the notebook: the PNG is added to this object's own display output when it
+    was displayed with ``display(live)`` (frontends with the widget show the widget, a saved or papermill
+    notebook shows the image), or displayed on its own when the view was never shown.
+
+    Args:
+        metrics: names to plot besides the loss (default: every numeric value in the logs).
+        max_fps: most redraws per second.
+        static: ``"auto"`` (see above), True (always display the final PNG), False (never).
+        width, height: size of each chart in pixels.
+
+    Example:
+        >>> live = LiveCurves()
+        >>> # display(live); model.fit(train, val, epochs=5, callbacks=[live])
+    """
+
+    def __init__(self, *, metrics: Sequence[str] | None = None, max_fps: float = 4.0,
+                 static: Literal["auto"] | bool = "auto", width: int = 340, height: int = 200) -> None:
+        Callback.__init__(self)
+        if not (isinstance(max_fps, (int, float)) and max_fps > 0):
+            raise ValueError(f"Expected `max_fps` to be a number > 0. Received: max_fps={max_fps!r}.")
+        self.metrics = list(metrics) if metrics is not None else None
+        self.min_interval = 1.0 / max_fps
+        self.static, self.width, self.height = static, width, height
+        self.steps: dict[str, list[tuple[int, float]]] = {}
+        self.epochs: dict[str, list[tuple[int, float]]] = {}
+        self.redraws = 0
+        self.final_png: bytes | None = None
+        self._last_draw = -math.inf
+        self._status_text = ""
+        self._epoch = 0
+        self._step = 0
+        self._embedded = False
+        self._handle: Any = None
+        self._status = W.HTML(value="<i>waiting for fit…</i>")
+        self._charts = W.HTML(value="")
+        self._panel = Panel([self._status, self._charts])
+        self._panel.add_class("sampan-live-curves")
+
+    # ------------------------------------------------------------------ display
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        self._handle = display(self._panel._repr_mimebundle_(), raw=True, display_id=True)
+
+    # ------------------------------------------------------------------ callback hooks
+    def _wanted(self, name: str) -> bool:
+        base = name[5:] if name.startswith("eval_") else name
+        return name not in _SKIP and (base == "loss" or self.metrics is None or base in self.metrics)
+
+    def on_train_begin(self, logs=None):
+        self._last_draw = -math.inf
+        self._status.value = "<i>training…</i>"
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, step, logs=None):
+        logs = logs or {}
+        self._step = int(logs.get("step", self._step + 1))
+        for name, value in logs.items():
+            if _is_number(value) and self._wanted(name):
+                self.steps.setdefault(name, []).append((self._step, float(value)))
+        if time.monotonic() - self._last_draw >= self.min_interval:
+            self.redraw()
+
+    def on_epoch_end(self, epoch, logs=None):
+        for name, value in (logs or {}).items():
+            if _is_number(value) and self._wanted(name):
+                self.epochs.setdefault(name, []).append((self._step, float(value)))
+        self.redraw()
+
+    def on_train_end(self, logs=None):
+        self.redraw()
+        self._leave_static()
+
+    # ------------------------------------------------------------------ drawing
+    def _panels(self) -> list[tuple[str, list[dict]]]:
+        names = [n for n in dict.fromkeys([*self.steps, *self.epochs]) if not n.startswith("eval_")]
+        names += [n[5:] for n in self.epochs if n.startswith("eval_") and n[5:] not in names]
+        panels = []
+        for name in sorted(names, key=lambda n: (n != "loss", n)):
+            series = []
+            if name in self.steps:
+                series.append({"label": "train (step)", "points": self.steps[name], "color": _TRAIN,
+                               "opacity": 0.35})
+            if name in self.epochs:
+                series.append({"label": "train (epoch)", "points": self.epochs[name], "color": _TRAIN,
+                               "marker": True})
+            if f"eval_{name}" in self.epochs:
+                series.append({"label": "eval", "points": self.epochs[f"eval_{name}"], "color": _EVAL,
+                               "marker": True, "dash": True})
+            panels.append((name, series))
+        return panels
+
+    def _status_html(self) -> str:
+        total = self.params.get("epochs") if self.params else None
+        parts = [f"epoch <b>{self._epoch + 1}{'/' + str(total) if total else ''}</b>", f"step <b>{self._step}</b>"]
+        for name, points in [*self.steps.items(), *((k, v) for k, v in self.epochs.items() if k.startswith("eval_"))]:
+            parts.append(f"{html.escape(name)} <b>{points[-1][1]:.4g}</b>")
+        return '<span class="sampan-live-status">' + " · ".join(parts) + "</span>"
+
+    def redraw(self) -> None:
+        """Redraws the view now (the hooks call it, throttled)."""
+        self._last_draw = time.monotonic()
+        self.redraws += 1
+        charts = "".join(svg_lines(series, width=self.width, height=self.height, title=name)
+                         for name, series in self._panels())
+        with self._panel.hold_sync():
+            self._status.value = self._status_html()
+            self._charts.value = f'<div style="display:flex;flex-wrap:wrap;gap:8px">{charts}</div>'
+
+    def figure(self):
+        """The curves as a matplotlib Figure (Agg canvas, not registered with pyplot)."""
+        panels = self._panels() or [("loss", [])]
+        fig = new_figure(3.6 * len(panels), 2.8)
+        for ax, (name, series) in zip(fig.subplots(1, len(panels), squeeze=False)[0], panels):
+            for s in series:
+                xs, ys = [p[0] for p in s["points"]], [p[1] for p in s["points"]]
+                ax.plot(xs, ys, color=s["color"], alpha=s.get("opacity", 1.0), linestyle="--" if s.get("dash") else "-",
+                        marker="o" if s.get("marker") else None, markersize=3, label=s["label"])
+            ax.set_title(name)
+            ax.set_xlabel("step")
+            ax.grid(alpha=0.3)
+            if series:
+                ax.legend(fontsize=7)
+        return fig
+
+    def to_png(self) -> bytes:
+        return to_png(self.figure())
+
+    def _leave_static(self) -> None:
+        if self.static is False or not in_kernel():
+            return
+        self.final_png = self.to_png()
+        if self._handle is not None and self.static == "auto":
+            self._handle.update({**self._panel._repr_mimebundle_(), **png_bundle(self.final_png)}, raw=True)
+        elif self.static is True or not self._embedded:
+            from IPython.display import Image, display
+
+            display(Image(data=self.final_png, format="png"))

@@ -1,0 +1,137 @@
+"""``ProfilerView``: top operators (sortable), the per-step breakdown of ``fit`` and a memory timeline."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any, Callable
+
+import ipywidgets as W
+
+from sampan.profiler import PHASES, ProfileReport, profile_fit, profile_steps
+from sampan_widgets._base import Drawn, Panel
+from sampan_widgets._draw import COLORS, human_bytes, new_figure, to_png
+
+_SORTS = [("CPU total", "cpu_total"), ("self CPU", "self_cpu_total"), ("device total", "device_total"),
+          ("self device", "self_device_total"), ("calls", "count"), ("CPU memory", "cpu_memory"),
+          ("device memory", "device_memory")]
+
+
+def ops_table_html(rows: list[dict]) -> str:
+    head = ("<tr><th>operator</th><th>calls</th><th>CPU total ms</th><th>self CPU ms</th><th>device total ms</th>"
+            "<th>CPU mem</th><th>device mem</th><th>input shapes</th></tr>")
+    body = "".join(
+        f"<tr><td>{html.escape(r['name'])}</td><td>{r['count']}</td><td>{r['cpu_total']:.3f}</td>"
+        f"<td>{r['self_cpu_total']:.3f}</td><td>{r['device_total']:.3f}</td><td>{human_bytes(r['cpu_memory'])}</td>"
+        f"<td>{human_bytes(r['device_memory'])}</td><td>{html.escape(r['input_shapes'][:60])}</td></tr>"
+        for r in rows)
+    return f'<table class="sampan-ops" style="font:12px monospace">{head}{body}</table>'
+
+
+def breakdown_html(summary: dict) -> str:
+    if not summary or not summary.get("steps"):
+        return "<i>no fit breakdown (a code block was profiled)</i>"
+    rows = "".join(f"<tr><td>{p}</td><td>{summary['ms'][p]:.3f}</td><td>{summary['share'][p]:.1%}</td></tr>"
+                   for p in PHASES)
+    return (f'<table class="sampan-breakdown" style="font:12px monospace"><tr><th>phase</th><th>median ms</th>'
+            f"<th>share</th></tr>{rows}<tr><th>step</th><th>{summary['ms']['total']:.3f}</th><th></th></tr></table>"
+            f"<p>fit's loop overhead (bookkeeping + callbacks): {summary['loop_ms']:.3f} ms per step = "
+            f"<b>{summary['loop_overhead']:.1%}</b> of the {summary['compute_ms']:.3f} ms of compute it wraps "
+            f"(forward + backward + optimizer); input (data + host-to-device): {summary['input_ms']:.3f} ms.</p>")
+
+
+def breakdown_png(records: list[dict]) -> bytes:
+    fig = new_figure(6.4, 2.6)
+    ax = fig.subplots()
+    bottom = [0.0] * len(records)
+    steps = list(range(len(records)))
+    for i, phase in enumerate(PHASES):
+        values = [r[phase] for r in records]
+        ax.bar(steps, values, bottom=bottom, color=COLORS[i % len(COLORS)], label=phase)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    ax.set_xlabel("step")
+    ax.set_ylabel("ms")
+    ax.set_title("time per step by phase")
+    ax.legend(fontsize=7, ncols=4)
+    return to_png(fig)
+
+
+def memory_png(timeline: list[dict]) -> bytes:
+    fig = new_figure(6.4, 2.4)
+    ax = fig.subplots()
+    steps = [r["step"] for r in timeline]
+    for i, key in enumerate(k for k in ("allocated", "reserved", "peak", "rss") if timeline and k in timeline[0]):
+        ax.plot(steps, [r[key] / 2**20 for r in timeline], marker="o", markersize=3, color=COLORS[i], label=key)
+    ax.set_xlabel("step")
+    ax.set_ylabel("MiB")
+    ax.set_title("memory after each step")
+    ax.legend(fontsize=7)
+    return to_png(fig)
+
+
+class ProfilerView(Drawn):
+    """Runs :mod:`sampan.profiler` over N steps of a ``fit`` or a code block and shows the result: top
+    operators as a table sortable by any column, the per-step phase breakdown, a memory timeline and a
+    button that exports the chrome trace.
+
+    Args:
+        steps: steps recorded; warmup: steps run first and left out.
+        row_limit: operators shown.
+        trace_path: where the export button writes the chrome trace.
+
+    Example:
+        >>> view = ProfilerView(steps=10)
+        >>> # display(view); view.profile_fit(model, train_set, batch_size=64)
+    """
+
+    def __init__(self, *, steps: int = 10, warmup: int = 2, row_limit: int = 20,
+                 trace_path: str = "sampan_trace.json") -> None:
+        self.steps, self.warmup, self.row_limit = steps, warmup, row_limit
+        self.report: ProfileReport | None = None
+        self._embedded = False
+        self.sort = W.Dropdown(options=_SORTS, value="cpu_total", description="sort by")
+        self.ops = W.HTML("<i>nothing profiled yet</i>")
+        self.breakdown = W.HTML("")
+        self.breakdown_image = W.Image(format="png")
+        self.memory_image = W.Image(format="png")
+        self.path = W.Text(value=trace_path, description="trace")
+        self.export_button = W.Button(description="export chrome trace", icon="download")
+        self.export_status = W.HTML("")
+        tabs = W.Tab(children=[W.VBox([self.sort, self.ops]), W.VBox([self.breakdown_image, self.breakdown]),
+                               self.memory_image])
+        for i, title in enumerate(("top operators", "step breakdown", "memory")):
+            tabs.set_title(i, title)
+        self._panel = Panel([tabs, W.HBox([self.path, self.export_button, self.export_status])])
+        self._panel.add_class("sampan-profiler-view")
+        self.sort.observe(lambda _: self._show_ops(), names="value")
+        self.export_button.on_click(lambda _: self.export())
+
+    def profile_fit(self, model: Any, train_data: Any, **fit_kwargs: Any) -> ProfileReport:
+        """Profiles ``warmup + steps`` steps of ``model.fit(train_data, **fit_kwargs)`` and shows them."""
+        return self.show(profile_fit(model, train_data, steps=self.steps, warmup=self.warmup, **fit_kwargs))
+
+    def profile(self, fn: Callable[[], Any]) -> ProfileReport:
+        """Profiles ``warmup + steps`` calls of ``fn()`` and shows them."""
+        return self.show(profile_steps(fn, steps=self.steps, warmup=self.warmup))
+
+    def show(self, report: ProfileReport) -> ProfileReport:
+        self.report = report
+        self._show_ops()
+        summary = report.breakdown()
+        self.breakdown.value = breakdown_html(summary)
+        records = report.timer.records[report.timer.skip:] if report.timer is not None else []
+        self.breakdown_image.value = breakdown_png(records) if records else b""
+        self.memory_image.value = memory_png(report.memory_timeline())
+        return report
+
+    def _show_ops(self) -> None:
+        if self.report is not None:
+            self.ops.value = ops_table_html(self.report.top_ops(sorted_by=self.sort.value, row_limit=self.row_limit))
+
+    def export(self, path: str | None = None) -> Path | None:
+        """Writes the chrome trace (to ``path`` or the path box) and says where."""
+        if self.report is None:
+            self.export_status.value = "<i>profile something first</i>"
+            return None
+        out = self.report.export_chrome_trace(path or self.path.value)
+        self.export_status.value = f"written to <code>{html.escape(str(out))}</code>"
+        return out

@@ -1,0 +1,162 @@
+"""``ResourceMonitor``: GPU (device and PyTorch views) and host figures, live, from a background sampler."""
+from __future__ import annotations
+
+import html
+import threading
+from typing import Any
+
+import ipywidgets as W
+
+from sampan.callbacks.base import Callback
+from sampan.monitor import MonitorCallback, ResourceSampler
+from sampan_widgets._base import Drawn, Panel
+from sampan_widgets._draw import COLORS, human_bytes, svg_lines
+
+_CSS = ("<style>.sampan-res td,.sampan-res th{padding:1px 8px;text-align:right;font:12px monospace}"
+        ".sampan-res th{text-align:left}.sampan-bar{display:inline-block;height:8px;background:#1f77b4}</style>")
+
+
+def _bar(used: float | None, total: float | None) -> str:
+    if not used or not total:
+        return ""
+    width = max(1, min(100, round(100 * used / total)))
+    return f'<span class="sampan-bar" style="width:{width}px"></span>'
+
+
+def status_html(row: dict | None, *, note: str | None = None, warning: str | None = None) -> str:
+    """The table of the latest sample: host, then one block per GPU (NVML device view, torch.cuda view)."""
+    if not row:
+        return "<i>no sample yet</i>"
+    lines = [_CSS, '<table class="sampan-res">',
+             f"<tr><th>host</th><td>CPU {row.get('cpu', 0):.0f}%</td><td>process {row.get('proc_cpu', 0):.0f}%</td>"
+             f"<td></td></tr>",
+             f"<tr><th>process RSS</th><td>{human_bytes(row.get('rss'))}</td><td></td><td></td></tr>",
+             f"<tr><th>system memory</th><td>{human_bytes(row.get('sys_used'))} / {human_bytes(row.get('sys_total'))}"
+             f"</td><td>{_bar(row.get('sys_used'), row.get('sys_total'))}</td><td></td></tr>"]
+    gpus = sorted({int(k[3:k.index("_")]) for k in row if k.startswith("gpu")})
+    for i in gpus:
+        g = lambda key: row.get(f"gpu{i}_{key}")  # noqa: E731
+        if g("util") is not None:
+            lines.append(f"<tr><th>GPU {i} (device)</th><td>util {g('util'):.0f}%</td>"
+                         f"<td>{human_bytes(g('mem_used'))} / {human_bytes(g('mem_total'))}</td>"
+                         f"<td>{_bar(g('mem_used'), g('mem_total'))}</td></tr>")
+        if g("allocated") is not None:
+            lines.append(f"<tr><th>GPU {i} (PyTorch)</th><td>allocated {human_bytes(g('allocated'))}</td>"
+                         f"<td>reserved {human_bytes(g('reserved'))}</td><td>peak {human_bytes(g('peak'))}</td></tr>")
+    lines.append("</table>")
+    step = f" · step {row['step']}" if row.get("step") is not None else ""
+    lines.append(f'<div class="sampan-res-time">t = {row["time"]:.1f} s{step}</div>')
+    if note:
+        lines.append(f'<div class="sampan-res-note" style="color:#666">{html.escape(note)}</div>')
+    if warning:
+        lines.append(f'<div class="sampan-res-leak" style="color:#b00">⚠ {html.escape(warning)}</div>')
+    return "".join(lines)
+
+
+def chart_html(samples: list[dict], *, width: int = 420, height: int = 150) -> str:
+    """Memory over time: process RSS, and per GPU torch allocated / reserved and NVML used."""
+    mib = 1024 * 1024
+    series: list[dict] = []
+    keys = [("rss", "RSS")] + [(k, k.replace("_", " ")) for k in (samples[-1] if samples else {})
+                               if k.startswith("gpu") and k.split("_", 1)[1] in ("allocated", "reserved", "mem_used")]
+    for i, (key, label) in enumerate(keys):
+        pts = [(s["time"], s[key] / mib) for s in samples if s.get(key) is not None]
+        if pts:
+            series.append({"label": label, "points": pts, "color": COLORS[i % len(COLORS)]})
+    return svg_lines(series, width=width, height=height, title="memory (MiB) over time (s)")
+
+
+class ResourceMonitor(Callback, Drawn):
+    """A widget, a context manager and a ``fit`` callback showing GPU and host resources live.
+
+    A :class:`sampan.monitor.ResourceSampler` thread samples every ``interval`` seconds; after each sample it
+    sets the view's ``HTML`` values (trait assignment only, never ``with out:`` from the thread). As a ``fit``
+    callback it starts at train begin, tags samples with the step, checks memory step after step for a leak
+    and stops at train end if it started there. Closing the widget stops the thread.
+
+    Args:
+        interval: seconds between samples.
+        window: seconds of history drawn in the chart.
+        gpu: sample GPUs.
+        leak_check, leak_options, probe_interval: see :class:`sampan.monitor.MonitorCallback`.
+
+    Example:
+        >>> monitor = ResourceMonitor(interval=0.5)
+        >>> # display(monitor); model.fit(train, callbacks=[monitor]); monitor.to_dataframe()
+    """
+
+    def __init__(self, interval: float = 0.5, *, window: float = 120.0, gpu: bool = True, leak_check: bool = True,
+                 leak_options: dict | None = None, probe_interval: float | None = None,
+                 max_samples: int = 100_000) -> None:
+        Callback.__init__(self)
+        self.sampler = ResourceSampler(interval, gpu=gpu, max_samples=max_samples)
+        self._callback = MonitorCallback(self.sampler, leak_check=leak_check, leak_options=leak_options,
+                                         probe_interval=probe_interval)
+        self.window = window
+        self.leak_warning: str | None = None
+        self.updates = 0
+        self._lock = threading.Lock()
+        self._embedded = False
+        self._status = W.HTML(value=status_html(None, note=self.sampler.note))
+        self._chart = W.HTML(value="")
+        self._panel = Panel([self._status, self._chart], on_close=self.stop)
+        self._panel.add_class("sampan-resource-monitor")
+        self.sampler.add_listener(self._on_sample)
+
+    # ------------------------------------------------------------------ sampler thread side
+    def _on_sample(self, row: dict) -> None:
+        samples = self.sampler.samples
+        recent = [s for s in samples if s["time"] >= row["time"] - self.window]
+        status = status_html(row, note=self.sampler.note, warning=self.leak_warning)
+        chart = chart_html(recent)
+        with self._lock, self._panel.hold_sync():
+            self._status.value = status
+            self._chart.value = chart
+            self.updates += 1
+
+    # ------------------------------------------------------------------ control
+    def start(self) -> "ResourceMonitor":
+        self.sampler.start()
+        return self
+
+    def stop(self) -> None:
+        self.sampler.stop()
+
+    @property
+    def running(self) -> bool:
+        return self.sampler.running
+
+    def __enter__(self) -> "ResourceMonitor":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def samples(self) -> list[dict]:
+        return self.sampler.samples
+
+    def to_csv(self, path) -> None:
+        self.sampler.to_csv(path)
+
+    def to_dataframe(self):
+        return self.sampler.to_dataframe()
+
+    # ------------------------------------------------------------------ fit callback
+    def set_model(self, model):
+        super().set_model(model)
+        self._callback.set_model(model)
+
+    def on_train_begin(self, logs=None):
+        self.leak_warning = None
+        self._callback.on_train_begin(logs)
+
+    def on_train_batch_end(self, step, logs=None):
+        self._callback.on_train_batch_end(step, logs)
+        detector = self._callback.detector
+        if self.leak_warning is None and detector is not None and detector.warned:
+            self.leak_warning = detector.message
+            self._on_sample(self.sampler.latest or self.sampler.sample_now())
+
+    def on_train_end(self, logs=None):
+        self._callback.on_train_end(logs)

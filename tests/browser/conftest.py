@@ -51,6 +51,20 @@ def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> N
     raise TimeoutError(f"{url} did not answer within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
 
 
+def _wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float) -> None:
+    """Waits until the port accepts connections (a GET on Voilà's page would run the notebook)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        with socket.socket() as s:
+            s.settimeout(1)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.3)
+    raise TimeoutError(f"port {port} did not open within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
+
+
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.terminate()
@@ -96,7 +110,7 @@ def start_voila(tmp_path, server_env):
                                 cwd=str(Path(notebook).parent))
         procs.append(proc)
         server = Server(f"http://127.0.0.1:{port}/", token, proc, log)
-        _wait_http(server.url(""), proc, log, timeout)
+        _wait_port(port, proc, log, timeout)
         return server.url("")
 
     yield start
@@ -117,7 +131,8 @@ def start_lab(tmp_path, server_env):
         cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
                f"--ServerApp.root_dir={root_dir}", f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0",
                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=",
-               f"--LabApp.workspaces_dir={state / 'workspaces'}", f"--LabApp.user_settings_dir={state / 'settings'}"]
+               f"--LabApp.workspaces_dir={state / 'workspaces'}", f"--LabApp.user_settings_dir={state / 'settings'}",
+               "--LabApp.extension_manager=readonly", *(["--allow-root"] if os.geteuid() == 0 else [])]
         proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=server_env,
                                 cwd=str(root_dir))
         procs.append(proc)

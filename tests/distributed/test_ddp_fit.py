@@ -16,7 +16,8 @@ import _train_script  # noqa: E402
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory, train_script):
     out = tmp_path_factory.mktemp("ddp")
-    proc, _ = launch(["--nproc_per_node", "2", train_script, str(out), "--batch", "16", "--accumulate", "2"])
+    proc, _ = launch(["--nproc_per_node", "2", train_script, str(out), "--batch", "16", "--accumulate", "2"],
+                     module=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     return out, proc, ranks

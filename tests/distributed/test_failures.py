@@ -40,8 +40,8 @@ def _late_rank_one():
 
 def test_spawn_reports_the_failing_rank_and_stops_the_others():
     start = time.time()
-    with pytest.raises(sd.DistributedError, match=r"(?s)Rank 1 of 2 raised first.*Traceback.*KeyError: 'planted in spawn'") \
-            as info:
+    pattern = r"(?s)Rank 1 of 2 raised first.*Traceback.*KeyError: 'planted in spawn'"
+    with pytest.raises(sd.DistributedError, match=pattern) as info:
         sd.spawn(_raise_on_rank_one, nprocs=2, threads=1)
     assert info.value.ranks == [1]
     assert time.time() - start < 90
@@ -49,8 +49,8 @@ def test_spawn_reports_the_failing_rank_and_stops_the_others():
 
 def test_a_barrier_that_times_out_names_the_ranks_that_did_not_arrive():
     start = time.time()
-    with pytest.raises(sd.DistributedError, match=r"(?s)Rank 0 of 2 raised first.*Barrier timed out after 3 s on rank 0: "
-                                                  r"rank\(s\) \[1\] did not arrive"):
+    pattern = r"(?s)Rank 0 of 2 raised first.*Barrier timed out after 3 s on rank 0: rank\(s\) \[1\] did not arrive"
+    with pytest.raises(sd.DistributedError, match=pattern):
         sd.spawn(_late_rank_one, nprocs=2, threads=1)
     assert time.time() - start < 55  # rank 1 (asleep for 60 s) was stopped, not waited for
 

@@ -25,6 +25,15 @@ KERNEL = "sampan" if "sampan" in find_kernel_specs() else "python3"
 
 # lesson -> {metric: (low, high)} in quick mode; None means unbounded on that side.
 QUICK_RANGES: dict[str, dict[str, tuple]] = {
+    "01-beginner/environment_check": {
+        "check_ok": (True, True),
+        "cpu_train_ok": (True, True),
+        "checks_run": (2, None),
+        "monitor_samples": (1, None),
+        "peak_rss_mib": (50, 8000),
+        "exercise_failed": (True, True),
+        "exercise_batch_mib": (True, True),
+    },
     "01-beginner/tensors_and_autograd": {
         "grad_error": (0.0, 1e-6),
         "fit_loss": (0.0, 0.05),
@@ -49,6 +58,15 @@ QUICK_RANGES: dict[str, dict[str, tuple]] = {
         "resume_max_abs_diff": (0.0, 0.0),
         "exercise_warmup_cosine": (True, True),
         "exercise_best_epoch": (True, True),
+    },
+    "02-intermediate/transfer_learning_defects": {
+        "shapes_val_acc": (0.85, 1.0),
+        "baseline_macro_f1": (0.19, 0.22),
+        "plain_macro_f1": (0.6, 1.0),
+        "defects_macro_f1": (0.75, 1.0),  # majority-class baseline: 0.206
+        "defects_macro_recall": (0.75, 1.0),
+        "exercise_inverse_frequency": (True, True),
+        "exercise_macro_f1": (True, True),
     },
 }
 

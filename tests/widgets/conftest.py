@@ -45,7 +45,7 @@ def recorder(monkeypatch):
     return rec
 
 
-def model_and_data(n=256, features=16, classes=3, seed=0):
+def _model_and_data(n=256, features=16, classes=3, seed=0):
     import torch
     from torch.utils.data import TensorDataset
 
@@ -60,3 +60,9 @@ def model_and_data(n=256, features=16, classes=3, seed=0):
     x = torch.randn(n, features, generator=g)
     y = (x[:, 0] > 0).long() + (x[:, 1] > 1).long()
     return model, TensorDataset(x, y)
+
+
+@pytest.fixture
+def model_and_data():
+    """``model_and_data(n=256) -> (prepared sampan.Model, TensorDataset)``: a small 3-class problem."""
+    return _model_and_data

@@ -7,8 +7,6 @@ import pytest
 from sampan_widgets import LiveCurves
 from sampan_widgets import live_curves as lc_module
 
-from conftest import model_and_data
-
 
 class FakeClock:
     def __init__(self):
@@ -32,7 +30,7 @@ def test_redraws_are_throttled_whatever_the_step_rate(recorder, monkeypatch):
     assert "<svg" in charts[-1]["value"] and "polyline" in charts[-1]["value"]
 
 
-def test_updates_in_place_without_new_widgets_or_clear_output(recorder):
+def test_updates_in_place_without_new_widgets_or_clear_output(recorder, model_and_data):
     model, data = model_and_data()
     live = LiveCurves(max_fps=1000)
     opened_before = len(recorder.opened())
@@ -45,7 +43,7 @@ def test_updates_in_place_without_new_widgets_or_clear_output(recorder):
     assert "epoch <b>2/2</b>" in status and "step <b>16</b>" in status and "eval_loss" in status
 
 
-def test_curves_per_step_and_epoch_train_and_eval():
+def test_curves_per_step_and_epoch_train_and_eval(model_and_data):
     model, data = model_and_data()
     live = LiveCurves()
     model.fit(data, data, batch_size=32, epochs=3, verbose=0, log_freq=4, callbacks=[live])
@@ -67,7 +65,7 @@ def test_metrics_filter_and_bad_fps():
         LiveCurves(max_fps=0)
 
 
-def test_final_picture_leaks_no_pyplot_figure():
+def test_final_picture_leaks_no_pyplot_figure(model_and_data):
     model, data = model_and_data(n=64)
     live = LiveCurves()
     model.fit(data, data, batch_size=32, epochs=2, verbose=0, callbacks=[live])
@@ -84,3 +82,21 @@ def test_is_displayable_as_a_widget(recorder):
     bundle = live._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == live._panel.model_id
     assert live.widget is live._panel and live._embedded
+
+
+def test_slow_redraws_are_spaced_to_keep_within_budget(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock))
+    slow_svg = lc_module.svg_lines
+
+    def svg_taking_10ms(*args, **kwargs):
+        clock.t += 0.005  # two panels: 10 ms a redraw
+        return slow_svg(*args, **kwargs)
+
+    monkeypatch.setattr(lc_module, "svg_lines", svg_taking_10ms)
+    live = LiveCurves(max_fps=4, budget=0.01)  # 10 ms a redraw at most 1% of the time: one a second
+    for step in range(1000):
+        live.on_train_batch_end(step, {"loss": 1.0, "acc": 0.5, "step": step + 1})
+        clock.t += 0.01
+    assert live._interval == pytest.approx(1.0)
+    assert 9 <= live.redraws <= 11  # ~10 s of training

@@ -2,14 +2,12 @@ import json
 
 from sampan_widgets import ProfilerView
 
-from conftest import model_and_data
-
 
 def _rows(html):
     return [cells.split("</td>")[0] for cells in html.split("<tr><td>")[1:]]
 
 
-def test_profile_fit_shows_sortable_ops_breakdown_memory_and_exports(recorder, tmp_path):
+def test_profile_fit_shows_sortable_ops_breakdown_memory_and_exports(recorder, tmp_path, model_and_data):
     model, data = model_and_data(n=128)
     view = ProfilerView(steps=3, warmup=1, row_limit=50)
     report = view.profile_fit(model, data, batch_size=16)

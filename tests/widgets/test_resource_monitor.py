@@ -9,7 +9,9 @@ from sampan.callbacks import Callback
 from sampan.monitor import MemoryLeakWarning, _readers
 from sampan_widgets import ResourceMonitor
 
-from conftest import model_and_data
+
+def _leak(window):
+    return {"window": window, "warmup": 3, "min_growth": 2 * 2**20}
 
 
 def _sampler_threads():
@@ -69,10 +71,9 @@ class _Leaky(Callback):
         self.kept.append(torch.ones(64 * 1024, dtype=torch.float32))  # 256 KiB a step, kept alive
 
 
-def test_fit_callback_form_and_leak_warning_in_the_view(recorder, tmp_path):
+def test_fit_callback_form_and_leak_warning_in_the_view(recorder, tmp_path, model_and_data):
     model, data = model_and_data(n=640)
-    monitor = ResourceMonitor(interval=0.02, leak_options={"window": 15, "warmup": 3, "min_growth": 2 * 2**20},
-                     probe_interval=0)
+    monitor = ResourceMonitor(interval=0.02, leak_options=_leak(15), probe_interval=0)
     with pytest.warns(MemoryLeakWarning):
         model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[_Leaky(), monitor])
     assert not monitor.running
@@ -84,13 +85,46 @@ def test_fit_callback_form_and_leak_warning_in_the_view(recorder, tmp_path):
     assert (tmp_path / "r.csv").read_text().startswith("time,step,rss")
 
 
-def test_no_leak_no_warning(recorder):
+def test_no_leak_no_warning(recorder, model_and_data):
     import warnings
 
     model, data = model_and_data(n=320)
-    monitor = ResourceMonitor(interval=0.05, leak_options={"window": 10, "warmup": 3, "min_growth": 2 * 2**20},
-                              probe_interval=0)
+    monitor = ResourceMonitor(interval=0.05, leak_options=_leak(10), probe_interval=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", MemoryLeakWarning)
         model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[monitor])
     assert monitor.leak_warning is None and "⚠" not in monitor._status.value
+
+
+class _Interrupt(Callback):
+    def on_train_batch_end(self, step, logs=None):
+        if step == 3:
+            raise KeyboardInterrupt
+
+
+def test_views_survive_a_kernel_interrupt_and_stop_when_closed(recorder, model_and_data):
+    from sampan_widgets import LiveCurves
+
+    model, data = model_and_data(n=160)
+    live, monitor = LiveCurves(), ResourceMonitor(interval=0.02)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(data, batch_size=16, epochs=1, verbose=0, callbacks=[live, monitor, _Interrupt()])
+    assert monitor.running  # still showing memory after the interrupt
+    before = monitor.updates
+    assert _wait(lambda: monitor.updates > before + 2)
+    live.redraw()
+    assert "step <b>4</b>" in live._status.value
+    model.fit(data, batch_size=16, epochs=2, verbose=0, callbacks=[live, monitor])  # the next fit ends it
+    assert not monitor.running and not _sampler_threads()
+    live.close()
+    monitor.close()
+    assert live._panel.comm is None and monitor._status.comm is None
+
+
+def test_is_a_callback_and_displayable(recorder):
+    from sampan.callbacks import Callback as Base
+
+    monitor = ResourceMonitor(interval=0.5)
+    assert isinstance(monitor, Base) and not monitor.running  # nothing runs until started or fit begins
+    bundle = monitor._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == monitor.widget.model_id

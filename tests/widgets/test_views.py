@@ -5,29 +5,27 @@ import torch
 from sampan.data import ImageDataset
 from sampan_widgets import ConfusionMatrixView, DatasetBrowser, ExperimentPanel, SummaryView
 
-from conftest import model_and_data
 
-
-def test_summary_view_table(recorder):
+def test_summary_view_table(recorder, model_and_data):
     model, _ = model_and_data()
     view = SummaryView(model, (1, 16))
     assert view.info["total_params"] == 16 * 32 + 32 + 32 * 3 + 3
     assert "Linear" in view.html.value and f"{view.info['total_params']:,}" in view.html.value
 
 
-def _images(n=50):
+def _images(n=15):
     g = torch.Generator().manual_seed(0)
     return ImageDataset(torch.rand(n, 1, 8, 8, generator=g), torch.arange(n) % 3, ["cat", "dog", "fox"])
 
 
 def test_dataset_browser_pages(recorder):
-    browser = DatasetBrowser(_images(), per_page=20, columns=5)
+    browser = DatasetBrowser(_images(), per_page=6, columns=3)
     assert browser.pages == 3 and browser.prev_button.disabled
     first = browser.image.value
-    assert first[:4] == b"\x89PNG" and "samples 0–19 of 50" in browser.label.value
+    assert first[:4] == b"\x89PNG" and "samples 0–5 of 15" in browser.label.value
     browser.next_button.click()
     browser.next_button.click()
-    assert browser.page == 2 and browser.next_button.disabled and "samples 40–49" in browser.label.value
+    assert browser.page == 2 and browser.next_button.disabled and "samples 12–14" in browser.label.value
     assert browser.image.value != first
     browser.next_button.click()  # stays on the last page
     assert browser.page == 2
@@ -52,13 +50,13 @@ def test_confusion_matrix(recorder):
         ConfusionMatrixView([0, 1], [0])
 
 
-def test_confusion_matrix_from_model(recorder):
+def test_confusion_matrix_from_model(recorder, model_and_data):
     model, data = model_and_data(n=64)
     view = ConfusionMatrixView.from_model(model, data, batch_size=32, num_classes=3)
     assert view.matrix.sum() == 64 and view.matrix.shape == (3, 3)
 
 
-def test_experiment_panel_overlays_runs(recorder):
+def test_experiment_panel_overlays_runs(recorder, model_and_data):
     def make_model(lr):
         model, _ = model_and_data(n=8)
         for group in model._optimizer.param_groups:

@@ -7,6 +7,8 @@ import io
 import math
 from typing import Sequence
 
+import numpy as np
+
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
@@ -41,46 +43,52 @@ def _fmt(v: float) -> str:
 
 def svg_lines(series: Sequence[dict], *, width: int = 320, height: int = 160, title: str = "",
               max_points: int = 200) -> str:
-    """An inline SVG line chart.
+    """An inline SVG line chart; each series is thinned to ``max_points`` first and scaled with numpy, so a
+    redraw costs about the same after a hundred steps or a hundred thousand.
 
     Args:
         series: dicts with ``label``, ``points`` ``[(x, y), ...]``, optional ``color``, ``dash`` (bool),
             ``marker`` (bool, draw dots) and ``opacity``.
     """
     pad_l, pad_r, pad_t, pad_b = 46, 8, 18 if title else 6, 28
-    # thin first, so a redraw costs the same after 100 steps or 100,000
-    thinned = [[p for p in _thin(s["points"], max_points) if math.isfinite(p[1])] for s in series]
-    pts = [p for good in thinned for p in good]
+    arrays = []
+    for s in series:
+        a = np.asarray(_thin(s["points"], max_points), dtype=np.float64).reshape(-1, 2)
+        arrays.append(a[np.isfinite(a).all(axis=1)])
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'style="font:10px sans-serif;background:#fff">']
     if title:
         out.append(f'<text x="{width / 2}" y="12" text-anchor="middle" font-weight="bold">{html.escape(title)}</text>')
-    if not pts:
+    if not any(len(a) for a in arrays):
         out.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" fill="#888">waiting for data</text>')
         return "".join(out) + "</svg>"
-    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    every = np.concatenate([a for a in arrays if len(a)])
+    x0, y0 = every.min(axis=0)
+    x1, y1 = every.max(axis=0)
     x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + abs(y0) * 0.1 + 1e-9)
     iw, ih = width - pad_l - pad_r, height - pad_t - pad_b
-    sx = lambda x: pad_l + (x - x0) / (x1 - x0) * iw  # noqa: E731
+    scale = np.array([iw / (x1 - x0), -ih / (y1 - y0)])
+    offset = np.array([pad_l - x0 * scale[0], pad_t + ih - y0 * scale[1]])
     sy = lambda y: pad_t + ih - (y - y0) / (y1 - y0) * ih  # noqa: E731
     out.append(f'<rect x="{pad_l}" y="{pad_t}" width="{iw}" height="{ih}" fill="none" stroke="#ccc"/>')
     for y in (y0, (y0 + y1) / 2, y1):
         out.append(f'<text x="{pad_l - 3}" y="{sy(y) + 3:.1f}" text-anchor="end">{_fmt(y)}</text>')
-    for x in (x0, x1):
-        out.append(f'<text x="{sx(x):.1f}" y="{pad_t + ih + 12}" text-anchor="middle">{_fmt(x)}</text>')
+    for x, anchor in ((x0, pad_l), (x1, pad_l + iw)):
+        out.append(f'<text x="{anchor}" y="{pad_t + ih + 12}" text-anchor="middle">{_fmt(x)}</text>')
     legend_x = pad_l + 4
-    for i, (s, good) in enumerate(zip(series, thinned)):
+    for i, (s, a) in enumerate(zip(series, arrays)):
         color = s.get("color") or COLORS[i % len(COLORS)]
-        if not good:
+        if not len(a):
             continue
-        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in good)
-        dash = ' stroke-dasharray="4 3"' if s.get("dash") else ""
+        # tenths of a pixel as ints (formatting ints is 6x faster than floats), drawn at scale(0.1)
+        tenths = np.rint((a * scale + offset) * 10).astype(np.int64)
+        path = " ".join(map(str, tenths.ravel().tolist()))
+        dash = ' stroke-dasharray="40 30"' if s.get("dash") else ""
         op = s.get("opacity", 1.0)
-        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" stroke-opacity="{op}"{dash} '
-                   f'points="{path}"/>')
+        out.append(f'<polyline transform="scale(0.1)" fill="none" stroke="{color}" stroke-width="15" '
+                   f'stroke-opacity="{op}"{dash} points="{path}"/>')
         if s.get("marker"):
-            out.extend(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color}"/>' for x, y in good)
+            out.extend(f'<circle cx="{x / 10}" cy="{y / 10}" r="2.5" fill="{color}"/>' for x, y in tenths.tolist())
         label = html.escape(str(s.get("label", "")))
         out.append(f'<text x="{legend_x}" y="{height - 4}" fill="{color}">{label}</text>')
         legend_x += 7 * len(label) + 12

@@ -24,8 +24,9 @@ class LiveCurves(Callback, Drawn):
     """A ``fit`` callback and a widget: loss and metrics per step (train) and per epoch (train and eval).
 
     The view is two ipywidgets ``HTML`` values (a status line and inline SVG charts) updated in place from
-    the training thread, at most ``max_fps`` times a second whatever the step rate; every epoch end and the
-    train end always redraw. When training ends it renders the final curves with matplotlib (Agg, no pyplot)
+    the training thread, at most ``max_fps`` times a second whatever the step rate, and less often when a
+    redraw is slow, so that redrawing never takes more than ``budget`` of the training thread's time; the
+    train end always redraws. When training ends it renders the final curves with matplotlib (Agg, no pyplot)
     and leaves them as a PNG in the notebook: the PNG is added to this object's own display output when it
     was displayed with ``display(live)`` (frontends with the widget show the widget, a saved or papermill
     notebook shows the image), or displayed on its own when the view was never shown.
@@ -33,6 +34,8 @@ class LiveCurves(Callback, Drawn):
     Args:
         metrics: names to plot besides the loss (default: every numeric value in the logs).
         max_fps: most redraws per second.
+        budget: largest share of the training thread's time spent redrawing (the interval between redraws
+            is at least the last redraw's duration divided by it).
         static: ``"auto"`` (see above), True (always display the final PNG), False (never).
         width, height: size of each chart in pixels.
 
@@ -41,13 +44,15 @@ class LiveCurves(Callback, Drawn):
         >>> # display(live); model.fit(train, val, epochs=5, callbacks=[live])
     """
 
-    def __init__(self, *, metrics: Sequence[str] | None = None, max_fps: float = 4.0,
+    def __init__(self, *, metrics: Sequence[str] | None = None, max_fps: float = 4.0, budget: float = 0.004,
                  static: Literal["auto"] | bool = "auto", width: int = 340, height: int = 200) -> None:
         Callback.__init__(self)
         if not (isinstance(max_fps, (int, float)) and max_fps > 0):
             raise ValueError(f"Expected `max_fps` to be a number > 0. Received: max_fps={max_fps!r}.")
         self.metrics = list(metrics) if metrics is not None else None
         self.min_interval = 1.0 / max_fps
+        self.budget = budget
+        self._interval = self.min_interval
         self.static, self.width, self.height = static, width, height
         self.steps: dict[str, list[tuple[int, float]]] = {}
         self.epochs: dict[str, list[tuple[int, float]]] = {}
@@ -88,14 +93,15 @@ class LiveCurves(Callback, Drawn):
         for name, value in logs.items():
             if _is_number(value) and self._wanted(name):
                 self.steps.setdefault(name, []).append((self._step, float(value)))
-        if time.monotonic() - self._last_draw >= self.min_interval:
+        if time.monotonic() - self._last_draw >= self._interval:
             self.redraw()
 
     def on_epoch_end(self, epoch, logs=None):
         for name, value in (logs or {}).items():
             if _is_number(value) and self._wanted(name):
                 self.epochs.setdefault(name, []).append((self._step, float(value)))
-        self.redraw()
+        if time.monotonic() - self._last_draw >= self._interval:
+            self.redraw()
 
     def on_train_end(self, logs=None):
         self.redraw()
@@ -129,13 +135,15 @@ class LiveCurves(Callback, Drawn):
 
     def redraw(self) -> None:
         """Redraws the view now (the hooks call it, throttled)."""
-        self._last_draw = time.monotonic()
+        start = time.monotonic()
         self.redraws += 1
         charts = "".join(svg_lines(series, width=self.width, height=self.height, title=name)
                          for name, series in self._panels())
         with self._panel.hold_sync():
             self._status.value = self._status_html()
             self._charts.value = f'<div style="display:flex;flex-wrap:wrap;gap:8px">{charts}</div>'
+        self._last_draw = time.monotonic()
+        self._interval = max(self.min_interval, (self._last_draw - start) / self.budget)
 
     def figure(self):
         """The curves as a matplotlib Figure (Agg canvas, not registered with pyplot)."""

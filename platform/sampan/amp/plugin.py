@@ -12,6 +12,7 @@ import collections
 import contextlib
 import dataclasses
 import os
+import warnings
 from typing import Any, Iterable, Literal
 
 import torch
@@ -133,6 +134,14 @@ class AmpPrecision(Precision):
             load_master_state(self._optimizer, state.get("masters") or [])
 
 
+def cpu_has_native_bf16() -> bool:
+    """Whether oneDNN has native bf16 kernels here (AVX-512 BF16 or AMX); without them bf16 is emulated."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def _placement(device: torch.device) -> torch.device:
     """The device this process trains on (under torchrun, CUDA device ``LOCAL_RANK``)."""
     if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
@@ -160,4 +169,8 @@ def make_precision(amp: Any, device: torch.device) -> Precision:
     device = torch.device(device)
     if device.type == "cuda" and config.dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
         raise ValueError(bad_argument("amp", amp, "'fp16' on this GPU", "this GPU has no bfloat16 support"))
+    if device.type == "cpu" and config.dtype == "bfloat16" and not cpu_has_native_bf16():
+        warnings.warn("This CPU has no native bfloat16 (AVX-512 BF16 or AMX), so amp='bf16' runs matmuls in an "
+                      "emulated path, slower than fp32 here. It still shows bf16's numerics; for speed use a "
+                      "CPU with AVX-512 BF16 or a GPU.", RuntimeWarning, stacklevel=3)
     return AmpPrecision(config, device)

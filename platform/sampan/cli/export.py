@@ -82,24 +82,6 @@ def _read_state(checkpoint: Path, torch) -> dict:
                           path=str(checkpoint))
 
 
-def _program_layer(program):
-    """An exported program's module, usable where an nn.Module is exported (it cannot switch train/eval)."""
-    from torch import nn
-
-    class _Exported(nn.Module):
-        def __init__(self, module):
-            super().__init__()
-            self.__dict__["module"] = module  # not a child: train()/eval() must not reach it
-
-        def forward(self, *inputs):
-            return self.module(*inputs)
-
-        def state_dict(self, *args, **kwargs):
-            return self.module.state_dict(*args, **kwargs)
-
-    return _Exported(program.module())
-
-
 def _from_pt2(path: Path, specs):
     import torch
 
@@ -108,7 +90,7 @@ def _from_pt2(path: Path, specs):
     prefix = art.prefix_of(path)
     meta = art.read_metadata(prefix)
     file = art.check_artifact(prefix, meta, "pt2")
-    return _program_layer(torch.export.load(str(file))), specs or meta["_specs"], meta["outputs"]
+    return torch.export.load(str(file)), specs or meta["_specs"], meta["outputs"]
 
 
 def export_checkpoint(args) -> Path:

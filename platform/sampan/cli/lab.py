@@ -37,6 +37,7 @@ def command(*, port: int, token: str, open_browser: bool) -> list[str]:
         f"--LabApp.default_url=/lab/tree/{INDEX}",
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),  # containers run as root
     ]
 
 

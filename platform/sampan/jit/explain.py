@@ -113,6 +113,8 @@ def _breaks_from(reasons: list) -> list[GraphBreak]:
     out, seen = [], set()
     for r in reasons:
         reason = _first_line(getattr(r, "reason", r))
+        if reason.startswith("generic_jump"):  # dynamo's name for a branch on a tensor
+            reason = f"data-dependent branching: `if` / `while` on a tensor's value ({reason})"
         frame = _user_frame(list(getattr(r, "user_stack", []) or []))
         filename = getattr(frame, "filename", None)
         lineno = getattr(frame, "lineno", None)

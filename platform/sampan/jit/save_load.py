@@ -91,7 +91,7 @@ def save(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSp
     than the example's and compared with eager.
 
     Args:
-        layer: the network (put in ``eval()`` mode for export).
+        layer: the network (put in ``eval()`` mode for export), or a ``torch.export.ExportedProgram``.
         path: prefix, e.g. ``"out/lenet"`` (a ``.pt2`` suffix is stripped).
         input_spec: one ``sampan.InputSpec`` per input; ``None`` dims stay dynamic.
         format: ``"pt2"`` or ``"aoti"``.
@@ -109,6 +109,9 @@ def save(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSp
         raise ValueError(bad_argument("format", format, "'pt2' or 'aoti'", "use sampan.onnx.export for ONNX"))
     specs = require_specs(input_spec, what="sampan.jit.save")
     device = device or ("cuda" if format == "aoti" and torch.cuda.is_available() else "cpu")
+    if isinstance(layer, torch.export.ExportedProgram):  # already exported: package it as it is
+        return _save(layer.module(), art.prefix_of(path), specs, format, output_names, examples, verify, rtol,
+                     atol, device, program=layer)
     with eager_forward(layer):
         was_training = layer.training
         layer.eval()
@@ -119,7 +122,7 @@ def save(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSp
             layer.train(was_training)
 
 
-def _save(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol, device) -> Path:
+def _save(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol, device, program=None) -> Path:
     examples = tuple(examples) if examples is not None else example_inputs(specs, batch=2)
     check_inputs(specs, examples, where="example")
     layer = layer.to(device)
@@ -129,7 +132,7 @@ def _save(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol,
     names = list(output_names) if output_names else [f"output_{i}" for i in range(len(outputs))]
     if len(names) != len(outputs):
         raise ValueError(bad_argument("output_names", list(names), f"{len(outputs)} name(s), one per output"))
-    program = export_program(layer, specs, examples)
+    program = program if program is not None else export_program(layer, specs, examples)
     file = art.artifact_path(prefix, fmt)
     file.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "pt2":

@@ -105,6 +105,11 @@ class StaticFunction:
             self._frozen_fingerprint = fingerprint
         return fingerprint == self._frozen_fingerprint
 
+    def refreeze(self) -> None:
+        """Folds the current weights into a new frozen graph at the next inference call (after training)."""
+        self._compiled.pop(True, None)
+        self._frozen_fingerprint = None
+
     def _run_compiled(self, args: tuple, kwargs: dict) -> Any:
         frozen = self._use_frozen(self._module(args))
         self._mark_dynamic(args)
@@ -185,7 +190,8 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
     other sizes reuse the graph; torch still specializes size 1, and convolutions choose
     another algorithm from batch 16, so a CNN compiles at most three graphs. In inference (``eval()`` and ``torch.no_grad()``) inductor compiles with
     ``freezing=True`` (weights folded as constants); after the weights change it
-    uses the unfrozen graph, so results never go stale. When the function cannot be
+    uses the unfrozen graph, so results never go stale (``layer.forward.refreeze()`` folds
+    the new weights in). When the function cannot be
     one graph, it runs eagerly with one warning listing the graph breaks and their
     source lines (or raises :class:`StaticGraphError` with ``full_graph=True``).
 

@@ -60,7 +60,9 @@ class MonitorCallback(Callback):
         self._started_here = False
 
     def on_train_begin(self, logs=None):
-        self._started_here = not self.sampler.running
+        # a fit that was interrupted (KeyboardInterrupt) never reached on_train_end: keep its claim, so this
+        # run's end stops the sampler it started; a sampler the user started stays the user's to stop
+        self._started_here = self._started_here or not self.sampler.running
         self.sampler.start()
         if self.leak_check:
             name, self._probe, every = _memory_probe(getattr(self.model, "device", None))
@@ -81,3 +83,4 @@ class MonitorCallback(Callback):
         self.sampler.sample_now()
         if self._started_here:
             self.sampler.stop()
+            self._started_here = False

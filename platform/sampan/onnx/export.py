@@ -43,7 +43,7 @@ def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[Input
     specs go in ``path.meta.json`` so that ``sampan.inference`` can serve the file.
 
     Args:
-        layer: the network (exported in ``eval()`` mode).
+        layer: the network (exported in ``eval()`` mode), or a ``torch.export.ExportedProgram``.
         path: ``"out/lenet"`` or ``"out/lenet.onnx"``.
         input_spec: one ``sampan.InputSpec`` per input.
         output_names: names of the outputs in the ONNX graph (default ``output_0``, ...).
@@ -58,6 +58,17 @@ def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[Input
     prefix = art.prefix_of(path)
     file = art.artifact_path(prefix, "onnx")
     file.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(layer, torch.export.ExportedProgram):  # already exported: convert it as it is
+        reference = layer.module()
+        examples = tuple(examples) if examples is not None else example_inputs(specs, batch=2)
+        with torch.no_grad():
+            n_out = len(flatten_outputs(reference(*examples)))
+        names = list(output_names) if output_names else [f"output_{i}" for i in range(n_out)]
+        _export_file(layer, examples, specs, names, file, opset_version, quiet)
+        check = _verify(reference, file, specs, rtol, atol) if verify else {}
+        art.record_artifact(prefix, "onnx", specs=specs, output_names=names, device="cpu", check=check,
+                            weights=art.weights_digest(reference))
+        return file
     with eager_forward(layer):
         was_training = layer.training
         layer.eval()
@@ -83,8 +94,10 @@ def _export_file(layer, examples, specs, names, file: Path, opset_version, quiet
         with redirect, atomic_path(file) as tmp:
             onnx_file = tmp.with_suffix(".onnx")
             try:
+                program = isinstance(layer, torch.export.ExportedProgram)
                 torch.onnx.export(layer, examples, os.fspath(onnx_file), dynamo=True, external_data=False,
-                                  dynamic_shapes=export_dynamic_shapes(specs), input_names=[s.name for s in specs],
+                                  dynamic_shapes=None if program else export_dynamic_shapes(specs),
+                                  input_names=[s.name for s in specs],
                                   output_names=names, opset_version=opset_version)
                 onnx_file.replace(tmp)
             finally:

@@ -17,8 +17,7 @@ def count_params(model: nn.Module, *, nonzero: bool = False) -> int:
         >>> count_params(torch.nn.Linear(4, 2))
         10
     """
-    tensors = list(model.parameters()) + [b for n, b in model.named_buffers() if n.endswith("weight_int8")
-                                          or n.endswith("_int8")]
+    tensors = list(model.parameters()) + [b for b in model.buffers() if b.dtype == torch.int8]
     if nonzero:
         return int(sum(int(torch.count_nonzero(t)) for t in tensors))
     return int(sum(t.numel() for t in tensors))

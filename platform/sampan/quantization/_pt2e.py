@@ -1,7 +1,10 @@
 """The torchao pt2e pieces Sampan uses, imported once, quietly, with an install hint when missing."""
 from __future__ import annotations
 
+import contextlib
 import logging
+import types
+import warnings
 from types import SimpleNamespace
 
 import torch
@@ -28,8 +31,30 @@ def pt2e() -> SimpleNamespace:
         _CACHE["ns"] = SimpleNamespace(
             prepare=qp.prepare_pt2e, prepare_qat=qp.prepare_qat_pt2e, convert=qp.convert_pt2e,
             Quantizer=x86.X86InductorQuantizer, default_config=x86.get_default_x86_inductor_quantization_config,
-            allow_train_eval=base.allow_exported_model_train_eval, to_eval=base.move_exported_model_to_eval)
+            to_train=base.move_exported_model_to_train, to_eval=base.move_exported_model_to_eval)
     return _CACHE["ns"]
+
+
+def allow_train_eval(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Lets ``gm.train()`` / ``gm.eval()`` switch the exported BatchNorm and Dropout ops *and* the
+    ``training`` flags (torchao's own helper leaves the flags as they were)."""
+    ns = pt2e()
+
+    def train(self, mode: bool = True):
+        (ns.to_train if mode else ns.to_eval)(self)
+        return nn.Module.train(self, mode)
+
+    gm.train = types.MethodType(train, gm)
+    gm.eval = types.MethodType(lambda self: self.train(False), gm)
+    return gm
+
+
+@contextlib.contextmanager
+def quiet_annotation():
+    """Hides the X86 quantizer's note that a pooling next to a float (skipped) layer stays float."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"The input of \w+ is not quantized")
+        yield
 
 
 def export_for_quantization(model: nn.Module, inputs: tuple) -> torch.fx.GraphModule:

@@ -15,7 +15,7 @@ from torch import nn
 from sampan.errors import bad_argument
 from sampan.pruning._checks import check_layer_name, example_inputs as _example_inputs
 from sampan.pruning.sensitivity import SensitivityTable
-from sampan.quantization._pt2e import drop_unused_state, export_for_quantization, pt2e
+from sampan.quantization._pt2e import drop_unused_state, export_for_quantization, pt2e, quiet_annotation
 from sampan.quantization.dynamic import DYNAMIC_TYPES, quantize_dynamic
 
 STATIC_TYPES = (nn.Conv2d, nn.Linear)
@@ -35,7 +35,8 @@ def _static_one(graph: torch.fx.GraphModule, layer: str, calib_data: Iterable[An
     ns = pt2e()
     quantizer = ns.Quantizer()
     quantizer.set_module_name_qconfig(layer, ns.default_config())
-    observed = ns.prepare(copy.deepcopy(graph), quantizer)
+    with quiet_annotation():
+        observed = ns.prepare(copy.deepcopy(graph), quantizer)
     with torch.no_grad():
         for i, batch in enumerate(calib_data):
             observed(batch[0] if isinstance(batch, (list, tuple)) else batch)

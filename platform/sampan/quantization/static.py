@@ -15,7 +15,8 @@ from torch import nn
 
 from sampan.errors import bad_argument
 from sampan.pruning._checks import example_inputs as _example_inputs, split_skip
-from sampan.quantization._pt2e import drop_unused_state, export_for_quantization, pt2e
+from sampan.quantization._pt2e import (allow_train_eval, drop_unused_state, export_for_quantization, pt2e,
+                                      quiet_annotation)
 from sampan.quantization.config import QuantConfig
 
 
@@ -68,7 +69,8 @@ class PTQ:
             graph = export_for_quantization(model, inputs)
         finally:
             model.train(was_training)
-        return pt2e().prepare(graph, quantizer)
+        with quiet_annotation():
+            return pt2e().prepare(graph, quantizer)
 
     def calibrate(self, observed: nn.Module, data: Iterable[Any], *, batches: int | None = None) -> nn.Module:
         """Runs up to ``batches`` (default ``config.calibration_batches``) batches through the observers.
@@ -96,8 +98,7 @@ class PTQ:
         if self.qat:
             pt2e().to_eval(observed)
         converted = drop_unused_state(pt2e().convert(observed))
-        pt2e().allow_train_eval(converted)
-        return converted
+        return allow_train_eval(converted).eval()
 
 
 class QAT(PTQ):
@@ -124,5 +125,6 @@ class QAT(PTQ):
             graph = export_for_quantization(model, inputs)
         finally:
             model.train(was_training)
-        prepared = pt2e().prepare_qat(graph, quantizer)
-        return pt2e().allow_train_eval(prepared)
+        with quiet_annotation():
+            prepared = pt2e().prepare_qat(graph, quantizer)
+        return allow_train_eval(prepared)

@@ -142,3 +142,20 @@ def test_summary_reports_params_shapes_and_flops():
     # conv: 2 * (4*6*6 outputs) * 9 MACs; linear: 2 * 144 * 10
     assert info["flops"] == 2 * 4 * 36 * 9 + 2 * 144 * 10
     assert sampan.summary(net, (2, 1, 8, 8), print_table=False)["flops"] == 2 * info["flops"]
+
+
+def test_deterministic_mode_turns_on_deterministic_algorithms(mlp):
+    net = mlp()
+    try:
+        sampan.Model(net).prepare(torch.optim.SGD(net.parameters(), 0.1), torch.nn.CrossEntropyLoss(),
+                                  deterministic=True)
+        assert torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def test_device_defaults_to_cuda_when_present_else_cpu(mlp):
+    net = mlp()
+    model = sampan.Model(net).prepare(torch.optim.SGD(net.parameters(), 0.1), torch.nn.CrossEntropyLoss())
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert model.device.type == expected and next(net.parameters()).device.type == expected

@@ -1,6 +1,7 @@
 """AOTInductor: jit.save(format="aoti"), jit.load, the predictor backend, and the C++ example."""
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -56,11 +57,21 @@ def test_predictor_on_the_aoti_backend_and_auto_over_three(aoti_lenet):
     np.testing.assert_allclose(predictor.run([x])[0], expected, rtol=1e-4, atol=1e-5)
 
 
-def test_cpp_example_prints_the_same_predictions_as_python(aoti_lenet, tmp_path):
+def _built_example(cache_dir: Path) -> Path:
+    """Builds examples/cpp_inference once per source and torch version (cached by pytest between runs)."""
+    source = REPO / "examples/cpp_inference"
+    key = hashlib.sha256((source / "predict.cpp").read_bytes() + (source / "build.sh").read_bytes()
+                         + torch.__version__.encode() + sys.executable.encode()).hexdigest()[:16]
+    exe = cache_dir / f"predict-{key}"
+    if not exe.exists():
+        subprocess.run(["bash", str(source / "build.sh"), str(exe), sys.executable],
+                       check=True, capture_output=True, text=True, timeout=600)
+    return exe
+
+
+def test_cpp_example_prints_the_same_predictions_as_python(aoti_lenet, tmp_path, request):
     net, _, path = aoti_lenet
-    exe = tmp_path / "predict"
-    subprocess.run(["bash", str(REPO / "examples/cpp_inference/build.sh"), str(exe), sys.executable],
-                   check=True, capture_output=True, text=True, timeout=600)
+    exe = _built_example(Path(request.config.cache.mkdir("sampan-cpp-inference")))
     x = torch.randn(4, 1, 28, 28, generator=torch.Generator().manual_seed(1))
     x.numpy().tofile(tmp_path / "x.f32")
     result = subprocess.run([str(exe), str(path), str(tmp_path / "x.f32"), "4", "1", "28", "28"],

@@ -68,6 +68,36 @@ QUICK_RANGES: dict[str, dict[str, tuple]] = {
         "exercise_inverse_frequency": (True, True),
         "exercise_macro_f1": (True, True),
     },
+    "02-intermediate/gan_digits": {
+        "judge_acc": (0.9, 1.0),
+        "gan_confident_share": (0.2, 1.0),  # uniform noise: about 0.09
+        "gan_digit_coverage": (7, 10),  # a collapsed generator draws only a few digits
+        "d_loss_final": (0.3, 1.4),  # near 0: the discriminator won and the generator learns nothing
+        "exercise_d_loss": (True, True),
+        "exercise_g_loss": (True, True),
+        "exercise_interpolate": (True, True),
+    },
+    "03-advanced/profiling_and_memory": {
+        "data_share_before": (0.7, 1.0),
+        "data_share_after": (0.0, 0.5),
+        "loader_speedup": (3.0, None),
+        "leak_growth_mib": (50.0, None),
+        "leak_detected": (True, True),
+        "fixed_growth_mib": (None, 16.0),  # flat after the fix
+        "fixed_leak_detected": (False, False),
+        "oom_raised": (True, True),
+        "batch512_saved_mib": (2.4, 2.7),
+        "amp2048_saved_mib": (0.0, 8.0),  # fits the 8 MiB budget that fp32 overflows
+        "accumulation_grad_err": (0.0, 1e-6),
+        "exercise_activation_mib": (True, True),
+        "exercise_leaky_line": (True, True),
+    },
+    "03-advanced/custom_cpp_operator": {
+        "forward_max_err": (0.0, 1e-5),
+        "backward_max_err": (0.0, 1e-5),
+        "gradcheck": (True, True),
+        "exercise_swish_grad": (True, True),
+    },
 }
 
 

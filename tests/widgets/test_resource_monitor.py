@@ -73,7 +73,7 @@ class _Leaky(Callback):
 
 def test_fit_callback_form_and_leak_warning_in_the_view(recorder, tmp_path, model_and_data):
     model, data = model_and_data(n=640)
-    monitor = ResourceMonitor(interval=0.02, leak_options=_leak(15), probe_interval=0)
+    monitor = ResourceMonitor(interval=0.1, leak_options=_leak(15), probe_interval=0)
     with pytest.warns(MemoryLeakWarning):
         model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[_Leaky(), monitor])
     assert not monitor.running
@@ -89,7 +89,7 @@ def test_no_leak_no_warning(recorder, model_and_data):
     import warnings
 
     model, data = model_and_data(n=320)
-    monitor = ResourceMonitor(interval=0.05, leak_options=_leak(10), probe_interval=0)
+    monitor = ResourceMonitor(interval=0.1, leak_options=_leak(10), probe_interval=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", MemoryLeakWarning)
         model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[monitor])

@@ -25,8 +25,8 @@ class LiveCurves(Callback, Drawn):
 
     The view is two ipywidgets ``HTML`` values (a status line and inline SVG charts) updated in place from
     the training thread, at most ``max_fps`` times a second whatever the step rate, and less often when a
-    redraw is slow, so that redrawing never takes more than ``budget`` of the training thread's time; the
-    train end always redraws. When training ends it renders the final curves with matplotlib (Agg, no pyplot)
+    redraw is slow or the machine busy, so that redrawing never takes more than ``budget`` of the training
+    thread's CPU time; the train end always redraws. When training ends it renders the final curves with matplotlib (Agg, no pyplot)
     and leaves them as a PNG in the notebook: the PNG is added to this object's own display output when it
     was displayed with ``display(live)`` (frontends with the widget show the widget, a saved or papermill
     notebook shows the image), or displayed on its own when the view was never shown.
@@ -34,8 +34,8 @@ class LiveCurves(Callback, Drawn):
     Args:
         metrics: names to plot besides the loss (default: every numeric value in the logs).
         max_fps: most redraws per second.
-        budget: largest share of the training thread's time spent redrawing (the interval between redraws
-            is at least the last redraw's duration divided by it).
+        budget: largest share of the training thread's CPU time spent redrawing (between two redraws the
+            thread does at least the last redraw's CPU time divided by ``budget`` of other work).
         static: ``"auto"`` (see above), True (always display the final PNG), False (never).
         width, height: size of each chart in pixels.
 
@@ -52,11 +52,13 @@ class LiveCurves(Callback, Drawn):
         self.metrics = list(metrics) if metrics is not None else None
         self.min_interval = 1.0 / max_fps
         self.budget = budget
-        self._interval = self.min_interval
+        self._cpu_interval = 0.0
+        self._last_cpu = -math.inf
         self.static, self.width, self.height = static, width, height
         self.steps: dict[str, list[tuple[int, float]]] = {}
         self.epochs: dict[str, list[tuple[int, float]]] = {}
         self.redraws = 0
+        self._keep: dict[str, bool] = {}
         self.final_png: bytes | None = None
         self._last_draw = -math.inf
         self._status_text = ""
@@ -81,7 +83,7 @@ class LiveCurves(Callback, Drawn):
         return name not in _SKIP and (base == "loss" or self.metrics is None or base in self.metrics)
 
     def on_train_begin(self, logs=None):
-        self._last_draw = -math.inf
+        self._last_draw = self._last_cpu = -math.inf
         self._status.value = "<i>training…</i>"
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -91,16 +93,23 @@ class LiveCurves(Callback, Drawn):
         logs = logs or {}
         self._step = int(logs.get("step", self._step + 1))
         for name, value in logs.items():
-            if _is_number(value) and self._wanted(name):
+            keep = self._keep.get(name)
+            if keep is None:
+                keep = self._keep[name] = self._wanted(name)
+            if keep and _is_number(value):
                 self.steps.setdefault(name, []).append((self._step, float(value)))
-        if time.monotonic() - self._last_draw >= self._interval:
+        if self._due():
             self.redraw()
+
+    def _due(self) -> bool:
+        return (time.monotonic() - self._last_draw >= self.min_interval
+                and time.thread_time() - self._last_cpu >= self._cpu_interval)
 
     def on_epoch_end(self, epoch, logs=None):
         for name, value in (logs or {}).items():
             if _is_number(value) and self._wanted(name):
                 self.epochs.setdefault(name, []).append((self._step, float(value)))
-        if time.monotonic() - self._last_draw >= self._interval:
+        if self._due():
             self.redraw()
 
     def on_train_end(self, logs=None):
@@ -135,15 +144,15 @@ class LiveCurves(Callback, Drawn):
 
     def redraw(self) -> None:
         """Redraws the view now (the hooks call it, throttled)."""
-        start = time.monotonic()
+        cpu = time.thread_time()
         self.redraws += 1
         charts = "".join(svg_lines(series, width=self.width, height=self.height, title=name)
                          for name, series in self._panels())
         with self._panel.hold_sync():
             self._status.value = self._status_html()
             self._charts.value = f'<div style="display:flex;flex-wrap:wrap;gap:8px">{charts}</div>'
-        self._last_draw = time.monotonic()
-        self._interval = max(self.min_interval, (self._last_draw - start) / self.budget)
+        self._last_draw, self._last_cpu = time.monotonic(), time.thread_time()
+        self._cpu_interval = (self._last_cpu - cpu) / self.budget
 
     def figure(self):
         """The curves as a matplotlib Figure (Agg canvas, not registered with pyplot)."""

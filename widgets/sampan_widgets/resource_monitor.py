@@ -7,7 +7,6 @@ from typing import Any
 
 import ipywidgets as W
 
-from sampan.callbacks.base import Callback
 from sampan.monitor import MonitorCallback, ResourceSampler
 from sampan_widgets._base import Drawn, Panel
 from sampan_widgets._draw import COLORS, human_bytes, svg_lines
@@ -66,7 +65,7 @@ def chart_html(samples: list[dict], *, width: int = 420, height: int = 150) -> s
     return svg_lines(series, width=width, height=height, title="memory (MiB) over time (s)")
 
 
-class ResourceMonitor(Callback, Drawn):
+class ResourceMonitor(MonitorCallback, Drawn):
     """A widget, a context manager and a ``fit`` callback showing GPU and host resources live.
 
     A :class:`sampan.monitor.ResourceSampler` thread samples every ``interval`` seconds; after each sample it
@@ -86,12 +85,10 @@ class ResourceMonitor(Callback, Drawn):
     """
 
     def __init__(self, interval: float = 0.5, *, window: float = 120.0, gpu: bool = True, leak_check: bool = True,
-                 leak_options: dict | None = None, probe_interval: float | None = None,
+                 leak_options: dict | None = None, probe_interval: float = 0.1,
                  max_samples: int = 100_000) -> None:
-        Callback.__init__(self)
-        self.sampler = ResourceSampler(interval, gpu=gpu, max_samples=max_samples)
-        self._callback = MonitorCallback(self.sampler, leak_check=leak_check, leak_options=leak_options,
-                                         probe_interval=probe_interval)
+        super().__init__(ResourceSampler(interval, gpu=gpu, max_samples=max_samples), leak_check=leak_check,
+                         leak_options=leak_options, probe_interval=probe_interval, on_leak=self._show_leak)
         self.window = window
         self.leak_warning: str | None = None
         self.updates = 0
@@ -142,21 +139,11 @@ class ResourceMonitor(Callback, Drawn):
     def to_dataframe(self):
         return self.sampler.to_dataframe()
 
-    # ------------------------------------------------------------------ fit callback
-    def set_model(self, model):
-        super().set_model(model)
-        self._callback.set_model(model)
-
+    # ------------------------------------------------------------------ fit callback (MonitorCallback's hooks)
     def on_train_begin(self, logs=None):
         self.leak_warning = None
-        self._callback.on_train_begin(logs)
+        super().on_train_begin(logs)
 
-    def on_train_batch_end(self, step, logs=None):
-        self._callback.on_train_batch_end(step, logs)
-        detector = self._callback.detector
-        if self.leak_warning is None and detector is not None and detector.warned:
-            self.leak_warning = detector.message
-            self._on_sample(self.sampler.latest or self.sampler.sample_now())
-
-    def on_train_end(self, logs=None):
-        self._callback.on_train_end(logs)
+    def _show_leak(self, message: str) -> None:
+        self.leak_warning = message
+        self._on_sample(self.sampler.latest or self.sampler.sample_now())

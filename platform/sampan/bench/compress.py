@@ -72,7 +72,8 @@ def _dynamic(tmp: Path, quick: bool, repeat: int) -> dict:
     fp32_onnx = sampan.onnx.export(net, tmp / "mlp_fp32", spec)
     int8_onnx = export_onnx(qnet, tmp / "mlp_int8", spec)
     models = {"fp32 (torch)": net, "int8 dynamic (torch)": qnet,
-              "fp32 (onnxruntime)": OnnxModel(fp32_onnx, threads=1), "int8 dynamic (onnxruntime)": OnnxModel(int8_onnx, threads=1)}
+              "fp32 (onnxruntime)": OnnxModel(fp32_onnx, threads=1),
+              "int8 dynamic (onnxruntime)": OnnxModel(int8_onnx, threads=1)}
     return _report("dynamic int8: Linear-heavy MLP on digits, batch 1", models, xte[:1], _accuracy(xte, yte), repeat)
 
 
@@ -89,7 +90,8 @@ def _static(tmp: Path, quick: bool, repeat: int, lenet: nn.Module, data) -> dict
     fp32_onnx = sampan.onnx.export(lenet, tmp / "lenet_fp32", spec)
     int8_onnx = export_onnx(qnet, tmp / "lenet_int8", spec, examples=(xte[:16],))
     models = {"fp32 (torch)": lenet, "int8 static PTQ (torch)": qnet,
-              "fp32 (onnxruntime)": OnnxModel(fp32_onnx, threads=1), "int8 static PTQ (onnxruntime)": OnnxModel(int8_onnx, threads=1)}
+              "fp32 (onnxruntime)": OnnxModel(fp32_onnx, threads=1),
+              "int8 static PTQ (onnxruntime)": OnnxModel(int8_onnx, threads=1)}
     return _report("static int8: LeNet on digits 28x28, batch 1", models, xte[:1], _accuracy(xte, yte), repeat)
 
 

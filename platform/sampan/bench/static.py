@@ -6,6 +6,7 @@ one run. Compilation and export times are reported separately.
 from __future__ import annotations
 
 import copy
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -80,9 +81,11 @@ def run(quick: bool = False) -> dict:
     rows, compile_s = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, (net, spec) in _models().items():
+            print(f"static: exporting {name} (pt2{', aoti' if not quick else ''}, onnx)...", file=sys.stderr, flush=True)
             parts = _prepare(name, net, spec, Path(tmp), aoti=not quick)
             compile_s[name] = parts["compile_s"]
             for batch in BATCHES:
+                print(f"static: timing {name} at batch {batch}...", file=sys.stderr, flush=True)
                 repeat = (5 if quick else 20) if batch == 1 or name == "lenet" else (3 if quick else 10)
                 rows.append(_row(name, batch, net, spec, parts, repeat))
     columns = ["model", "batch", "eager ms", "to_static ms", "predictor ms", "onnxruntime ms", "eager/to_static",

@@ -2,6 +2,7 @@
 
 Examples:
     sampan path list
+    sampan path index        # after editing path.yaml
     sampan path run --stage beginner --quick
     sampan path run --lesson first_model --output runs/ --keep-going
 """
@@ -17,6 +18,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--manifest", default=None, help="the path.yaml to use (default notebooks/path.yaml)")
     sub = parser.add_subparsers(dest="path_command", metavar="ACTION")
     sub.add_parser("list", help="show stages, lessons, estimated time and your progress")
+    sub.add_parser("index", help="rewrite the lesson listing in notebooks/index.ipynb from path.yaml")
     run = sub.add_parser("run", help="execute lessons with papermill and write report.html / report.json")
     run.add_argument("--stage", default=None, help="only this stage (beginner, intermediate, advanced)")
     run.add_argument("--lesson", action="append", default=None, help="only this lesson (repeatable)")
@@ -37,6 +39,8 @@ def run(args) -> int:
             return _list(args)
         if args.path_command == "run":
             return _run(args)
+        if args.path_command == "index":
+            return _index(args)
     except (PathManifestError, ValueError, FileNotFoundError) as exc:
         print(f"sampan path: {exc}", file=sys.stderr)
         return 2
@@ -77,3 +81,15 @@ def _run(args) -> int:
         print(line + (f"  {result.reason}" if result.reason and result.status != "passed" else ""))
     print(f"report: {report.html_path}")
     return 0 if report.ok else 1
+
+
+def _index(args) -> int:
+    from pathlib import Path
+
+    from sampan.path import default_manifest
+    from sampan.path.index import sync_index_notebook
+
+    manifest = Path(args.manifest) if args.manifest else default_manifest()
+    target = manifest.parent / "index.ipynb"
+    print(f"{target}: {'updated' if sync_index_notebook(target, manifest) else 'already in sync'}")
+    return 0

@@ -91,6 +91,7 @@ class DDPStrategy(Strategy):
         if self.world_size == 1:
             return tensor
         out = tensor.clone()
+        self.barrier()  # once per epoch / evaluation: a rank that is stuck is named here, not hidden in a hang
         dist.all_reduce(out, op=dist.ReduceOp.SUM, group=self._barrier_group)
         return out
 

@@ -1,7 +1,7 @@
 """The course index: the path as Markdown (for ``notebooks/index.ipynb``) and as HTML with progress.
 
 ``notebooks/index.ipynb`` holds the Markdown listing between two markers; after
-editing ``path.yaml`` regenerate it with ``python -m sampan.path.index``
+editing ``path.yaml`` regenerate it with ``sampan path index``
 (a test checks that it is in sync).
 
 Example:
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import json
-import sys
 from pathlib import Path
 
 from sampan.path.manifest import LearningPath, load_path
@@ -96,11 +95,3 @@ def sync_index_notebook(notebook: str | Path, manifest: str | Path | None = None
                 atomic_write_text(notebook, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
             return True
     raise ValueError(f"{notebook} has no Markdown cell with the markers {BEGIN} ... {END}")
-
-
-if __name__ == "__main__":  # python -m sampan.path.index
-    from sampan.path.manifest import default_manifest
-
-    target = default_manifest().parent / "index.ipynb"
-    print(f"{target}: {'updated' if sync_index_notebook(target) else 'already in sync'}")
-    sys.exit(0)

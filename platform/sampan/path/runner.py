@@ -102,6 +102,8 @@ def select_lessons(path: LearningPath, *, stage: str | None = None, lesson: str 
         lessons = [x for x in lessons if x.id in names]
         if not lessons:
             raise ValueError(f"Lessons {names} are not in stage {stage!r}. HINT: drop --stage or pick another lesson.")
+    if not lessons:
+        raise ValueError(f"Stage {stage!r} has no lessons yet. HINT: run `sampan path list` to see the path.")
     return lessons
 
 

@@ -18,7 +18,8 @@ def check_ratio(name: str, value: Any) -> float:
     return float(value)
 
 
-def split_skip(skip: Iterable[Any] | None, model: nn.Module, *, argument: str = "skip") -> tuple[set[str], tuple[type, ...]]:
+def split_skip(skip: Iterable[Any] | None, model: nn.Module, *,
+               argument: str = "skip") -> tuple[set[str], tuple[type, ...]]:
     """Splits a skip list into layer names (checked against ``model``) and layer types."""
     names: set[str] = set()
     types: list[type] = []

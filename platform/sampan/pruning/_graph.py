@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Any
-
 import torch
 from torch import nn
 from torch.fx.passes.shape_prop import ShapeProp
@@ -131,7 +129,8 @@ class _Analysis:
             return None
         if node.op == "call_module":
             return self.visit_module(node, self.modules[node.target], chans)
-        if node.op == "call_method" and node.target in _SHAPE_ONLY:
+        if (node.op == "call_method" and node.target in _SHAPE_ONLY) or (
+                node.op == "call_function" and node.target is getattr):  # x.size(0), x.shape
             return None
         if not chans:
             return None

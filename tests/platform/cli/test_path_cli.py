@@ -78,3 +78,16 @@ def test_malformed_manifest_exits_2_with_the_reason(planted, capsys):
     assert main(["path", "--manifest", str(file), "list"]) == 2
     assert "cycle in prerequisites: one -> two -> one" in capsys.readouterr().err
     assert main(["path", "--manifest", str(file), "run", "--stage", "nope"]) == 2
+
+
+def test_index_rewrites_the_listing(planted, capsys):
+    file = _course(planted)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Index\n<!-- sampan-path:begin -->\n<!-- sampan-path:end -->\nend")]
+    nbformat.write(nb, planted / "index.ipynb")
+    assert main(["path", "--manifest", str(file), "index"]) == 0
+    assert "updated" in capsys.readouterr().out
+    text = nbformat.read(planted / "index.ipynb", as_version=4).cells[0].source
+    assert "1. [One](01-beginner/one.ipynb) · 12 min" in text and text.endswith("end")
+    assert main(["path", "--manifest", str(file), "index"]) == 0
+    assert "already in sync" in capsys.readouterr().out

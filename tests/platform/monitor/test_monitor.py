@@ -160,7 +160,7 @@ def _model():
 def test_monitor_callback_in_fit_tags_steps_and_catches_a_leak():
     data = TensorDataset(torch.randn(640, 8), torch.randint(0, 2, (640,)))
     model = _model()
-    cb = MonitorCallback(interval=0.01, leak_options=_leak(15), probe_interval=0)
+    cb = MonitorCallback(interval=0.05, leak_options=_leak(15), probe_interval=0)
     with pytest.warns(MemoryLeakWarning, match="process RSS grew"):
         model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[_Leaky(), cb])
     assert not cb.sampler.running
@@ -169,7 +169,7 @@ def test_monitor_callback_in_fit_tags_steps_and_catches_a_leak():
 
 def test_monitor_callback_quiet_without_leak():
     data = TensorDataset(torch.randn(640, 8), torch.randint(0, 2, (640,)))
-    cb = MonitorCallback(interval=0.01, leak_options=_leak(15), probe_interval=0)
+    cb = MonitorCallback(interval=0.05, leak_options=_leak(15), probe_interval=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", MemoryLeakWarning)
         _model().fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[cb])

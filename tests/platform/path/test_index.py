@@ -11,7 +11,7 @@ from sampan.utils.io import repo_root
 def test_index_notebook_lists_every_lesson_of_the_shipped_path():
     notebook = repo_root() / "notebooks" / "index.ipynb"
     assert not sync_index_notebook(notebook, write=False), \
-        "notebooks/index.ipynb is out of date with path.yaml. HINT: run `python -m sampan.path.index`"
+        "notebooks/index.ipynb is out of date with path.yaml. HINT: run `sampan path index`"
     text = "".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"])
     for lesson in sampan.path.load_path().lessons:
         assert f"]({lesson.relative_notebook(lesson.notebook.parents[1])})" in text

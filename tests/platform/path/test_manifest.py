@@ -1,6 +1,8 @@
 """path.yaml validation: each mistake names the file, the place and the fix."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sampan.path import PathManifestError, load_path
@@ -87,3 +89,5 @@ def test_the_shipped_path_is_valid():
     for lesson in path.lessons:
         assert lesson.metrics, f"lesson {lesson.id} records no metric with an expected range"
         assert lesson.notebook.is_file()
+        kernel = json.loads(lesson.notebook.read_text(encoding="utf-8"))["metadata"]["kernelspec"]["name"]
+        assert kernel == "sampan", f"lesson {lesson.id} names kernel {kernel!r}; lessons use the Sampan kernel"

@@ -127,3 +127,13 @@ def test_unknown_stage_or_lesson_is_a_clear_error(tmp_path, plant):
         sampan.path.run(stage="expert", manifest=manifest, output_dir=tmp_path / "runs")
     with pytest.raises(ValueError, match=r"Received: lesson='nope'.*good, broken"):
         sampan.path.run(lesson="nope", manifest=manifest, output_dir=tmp_path / "runs")
+
+
+def test_a_stage_without_lessons_is_a_clear_error(tmp_path, planted):
+    planted.notebook("01-beginner/a.ipynb", "pass")
+    file = planted.manifest([{"id": "beginner", "lessons": [{"id": "a", "notebook": "01-beginner/a.ipynb"}]},
+                             {"id": "advanced", "lessons": []}])
+    with pytest.raises(ValueError, match="Stage 'advanced' has no lessons yet"):
+        sampan.path.run(stage="advanced", manifest=file, output_dir=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()  # nothing written for a refused run
+

@@ -8,7 +8,8 @@ from sampan.pruning import SensitivityTable, StructureError, count_params, flops
 def test_mlp_structured_halves_hidden_neurons_and_keeps_the_output(mlp):
     x = torch.randn(4, 32)
     small = prune(mlp, 0.5, structured=True, example_inputs=x)
-    assert [small[0].out_features, small[2].in_features, small[2].out_features, small[4].in_features] == [32, 32, 24, 24]
+    widths = [small[0].out_features, small[2].in_features, small[2].out_features, small[4].in_features]
+    assert widths == [32, 32, 24, 24]
     assert small[4].out_features == 10 and small(x).shape == (4, 10)
     assert count_params(small) == 32 * 32 + 32 + 32 * 24 + 24 + 24 * 10 + 10
     assert flops(small, x) == 2 * 4 * (32 * 32 + 32 * 24 + 24 * 10)
@@ -155,3 +156,26 @@ def test_skip_by_type_keeps_every_layer_of_that_type(lenet):
     sparse = prune(lenet, 0.5, skip=[nn.Linear])
     assert all(int((m.weight == 0).sum()) == 0 for m in sparse.fc)
     assert float((sparse.features[3].weight == 0).float().mean()) == pytest.approx(0.5, abs=0.01)
+
+
+class _ViewNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn, self.fc = nn.Conv2d(1, 8, 3), nn.BatchNorm2d(8), nn.Linear(8 * 6 * 6, 4)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.conv(x)))
+        return self.fc(x.view(x.shape[0], -1))
+
+
+def test_batchnorm_and_a_view_flatten_are_rebuilt_with_the_conv():
+    torch.manual_seed(0)
+    net = _ViewNet().eval()
+    x = torch.randn(2, 1, 8, 8)
+    small = prune(net, 0.5, structured=True, example_inputs=x)
+    assert (small.conv.out_channels, small.bn.num_features, small.fc.in_features) == (4, 4, 4 * 36)
+    keep = torch.topk(net.conv.weight.abs().sum((1, 2, 3)), 4).indices.sort().values
+    torch.testing.assert_close(small.bn.running_var, net.bn.running_var[keep])
+    # the kept channels compute exactly what they computed before
+    full = torch.relu(net.bn(net.conv(x)))[:, keep]
+    torch.testing.assert_close(torch.relu(small.bn(small.conv(x))), full)

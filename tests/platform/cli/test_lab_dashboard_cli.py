@@ -1,0 +1,60 @@
+"""`sampan lab` / `sampan dashboard` command lines (the servers themselves: tests/browser/)."""
+from __future__ import annotations
+
+import socket
+
+from sampan.cli import main
+from sampan.cli._servers import free_port
+from sampan.utils.io import repo_root
+
+
+def test_lab_command_binds_localhost_with_a_token_on_the_index(capsys):
+    assert main(["lab", "--dry-run", "--no-browser", "--token", "t0ken", "--port", "0"]) == 0
+    cmd = capsys.readouterr().out.split()
+    assert cmd[1:3] == ["-m", "jupyterlab"]
+    assert "--ServerApp.ip=127.0.0.1" in cmd and "--IdentityProvider.token=t0ken" in cmd
+    assert f"--ServerApp.root_dir={repo_root() / 'notebooks'}" in cmd
+    assert "--LabApp.default_url=/lab/tree/index.ipynb" in cmd and "--ServerApp.open_browser=False" in cmd
+    assert (repo_root() / "notebooks" / "index.ipynb").is_file()
+
+
+def test_lab_makes_up_a_random_token(capsys, monkeypatch):
+    monkeypatch.delenv("SAMPAN_LAB_TOKEN", raising=False)
+    main(["lab", "--dry-run"])
+    main(["lab", "--dry-run"])
+    tokens = [w for w in capsys.readouterr().out.split() if w.startswith("--IdentityProvider.token=")]
+    assert len(tokens) == 2 and tokens[0] != tokens[1] and len(tokens[0]) > 40
+
+
+def test_dashboard_command_spells_out_voila_security(capsys):
+    assert main(["dashboard", "digit_playground", "--dry-run", "--port", "0"]) == 0
+    cmd = capsys.readouterr().out.split()
+    assert cmd[1:3] == ["-m", "voila"] and cmd[3].endswith("notebooks/dashboards/digit_playground.ipynb")
+    for flag in ("--Voila.ip=127.0.0.1", "--VoilaConfiguration.strip_sources=True",
+                 "--VoilaConfiguration.show_tracebacks=False", "--Voila.open_browser=False"):
+        assert flag in cmd
+
+
+def test_dashboard_list_and_unknown_name(capsys):
+    assert main(["dashboard"]) == 0
+    assert "digit_playground, path_report, training_monitor" in capsys.readouterr().out
+    assert main(["dashboard", "nope"]) == 2
+    assert "Received: name='nope'" in capsys.readouterr().err
+
+
+def test_dashboards_name_the_sampan_kernel_and_have_no_outputs():
+    import nbformat
+
+    for nb_file in sorted((repo_root() / "notebooks" / "dashboards").glob("*.ipynb")):
+        nb = nbformat.read(nb_file, as_version=4)
+        assert nb.metadata["kernelspec"]["name"] == "sampan", nb_file.name
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), nb_file.name
+
+
+def test_free_port_skips_a_taken_one():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        port = free_port(busy)
+        assert port != busy and port > 0

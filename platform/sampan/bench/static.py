@@ -6,6 +6,7 @@ one run. Compilation and export times are reported separately.
 from __future__ import annotations
 
 import copy
+import os
 import sys
 import tempfile
 import time
@@ -35,7 +36,7 @@ def _timed(fn):
     return out, time.perf_counter() - start
 
 
-def _prepare(name: str, net, spec: InputSpec, folder: Path, *, aoti: bool) -> dict:
+def _prepare(name: str, net, spec: InputSpec, folder: Path, *, aoti: bool, threads: int) -> dict:
     """Compiles and exports once; returns the callables and the compile times."""
     import sampan
     from sampan.inference import Config, create_predictor
@@ -48,8 +49,10 @@ def _prepare(name: str, net, spec: InputSpec, folder: Path, *, aoti: bool) -> di
     if aoti:
         _, compile_s["jit.save aoti"] = _timed(lambda: sampan.jit.save(net, prefix, input_spec=[spec], format="aoti"))
     _, compile_s["onnx.export"] = _timed(lambda: sampan.onnx.export(net, prefix, input_spec=[spec]))
-    predictor, compile_s["create_predictor"] = _timed(lambda: create_predictor(Config(prefix)))
-    session = ort_session(f"{prefix}.onnx", threads=torch.get_num_threads())
+    config = Config(prefix)
+    config.set_cpu_math_library_num_threads(threads)
+    predictor, compile_s["create_predictor"] = _timed(lambda: create_predictor(config))
+    session = ort_session(f"{prefix}.onnx", threads=threads)
     return {"static": static, "predictor": predictor, "session": session, "compile_s": compile_s}
 
 
@@ -76,13 +79,20 @@ def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) 
     }
 
 
-def run(quick: bool = False) -> dict:
-    """Measures and prints the table; returns ``{"rows": [...], "compile_s": {...}, "threads": n}``."""
+def run(quick: bool = False, threads: int | None = None) -> dict:
+    """Measures and prints the table; returns ``{"rows": [...], "compile_s": {...}, "threads": n}``.
+
+    ``quick`` skips the AOTInductor package (minutes to compile resnet18 on 2 cores) and repeats less.
+    ``threads`` (default ``$SAMPAN_BENCH_THREADS`` or torch's setting) is used by torch and ONNX Runtime
+    alike; on a busy machine 1 thread avoids OpenMP oversubscription stalls.
+    """
+    threads = threads or int(os.environ.get("SAMPAN_BENCH_THREADS", "0")) or torch.get_num_threads()
+    torch.set_num_threads(threads)
     rows, compile_s = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, (net, spec) in _models().items():
             print(f"static: exporting {name} (pt2{', aoti' if not quick else ''}, onnx)...", file=sys.stderr, flush=True)
-            parts = _prepare(name, net, spec, Path(tmp), aoti=not quick)
+            parts = _prepare(name, net, spec, Path(tmp), aoti=not quick, threads=threads)
             compile_s[name] = parts["compile_s"]
             for batch in BATCHES:
                 print(f"static: timing {name} at batch {batch}...", file=sys.stderr, flush=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+import torch  # noqa: F401 - used by the docstring example
 from torch import nn
 
 from sampan.errors import bad_argument

@@ -18,12 +18,12 @@ from torch.utils.data import TensorDataset
 import sampan
 from sampan_widgets import LiveCurves, ResourceMonitor
 
-live = LiveCurves(max_fps=4)
+live = LiveCurves(max_fps=4, budget=0.05)  # redraw often: this page is about values moving
 monitor = ResourceMonitor(interval=0.25).start()
 
 class Slow(sampan.callbacks.Callback):
     def on_train_batch_end(self, step, logs=None):
-        time.sleep(0.08)
+        time.sleep(0.12)
 
 def train(_):
     torch.manual_seed(0)

@@ -18,7 +18,7 @@ class FakeClock:
 
 def test_redraws_are_throttled_whatever_the_step_rate(recorder, monkeypatch):
     clock = FakeClock()
-    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock, thread_time=clock))
+    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock))
     live = LiveCurves(max_fps=4)
     live.on_train_begin({})
     for step in range(1280):  # 128 steps a second for 10 s
@@ -86,7 +86,7 @@ def test_is_displayable_as_a_widget(recorder):
 
 def test_slow_redraws_are_spaced_to_keep_within_budget(monkeypatch):
     clock = FakeClock()
-    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock, thread_time=clock))
+    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock))
     slow_svg = lc_module.svg_lines
 
     def svg_taking_10ms(*args, **kwargs):
@@ -94,9 +94,26 @@ def test_slow_redraws_are_spaced_to_keep_within_budget(monkeypatch):
         return slow_svg(*args, **kwargs)
 
     monkeypatch.setattr(lc_module, "svg_lines", svg_taking_10ms)
-    live = LiveCurves(max_fps=4, budget=0.01)  # 10 ms a redraw at most 1% of the time: one a second
+    live = LiveCurves(max_fps=4, budget=0.01, max_interval=5)  # 10 ms a redraw, 1% of the time: one a second
     for step in range(1000):
         live.on_train_batch_end(step, {"loss": 1.0, "acc": 0.5, "step": step + 1})
         clock.t += 0.01
-    assert live._cpu_interval == pytest.approx(1.0)
+    assert live._interval == pytest.approx(1.0)
     assert 9 <= live.redraws <= 11  # ~10 s of training
+
+
+def test_redraws_never_stop_for_longer_than_max_interval(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock))
+    real_svg = lc_module.svg_lines
+
+    def svg_taking_50ms(*args, **kwargs):
+        clock.t += 0.05
+        return real_svg(*args, **kwargs)
+
+    monkeypatch.setattr(lc_module, "svg_lines", svg_taking_50ms)
+    live = LiveCurves(budget=0.004, max_interval=2.0)  # 50 ms / 0.4% would be 12.5 s
+    for step in range(1000):
+        live.on_train_batch_end(step, {"loss": 1.0, "step": step + 1})
+        clock.t += 0.01
+    assert live._interval == 2.0 and 5 <= live.redraws <= 7

@@ -25,8 +25,8 @@ class LiveCurves(Callback, Drawn):
 
     The view is two ipywidgets ``HTML`` values (a status line and inline SVG charts) updated in place from
     the training thread, at most ``max_fps`` times a second whatever the step rate, and less often when a
-    redraw is slow or the machine busy, so that redrawing never takes more than ``budget`` of the training
-    thread's CPU time; the train end always redraws. When training ends it renders the final curves with matplotlib (Agg, no pyplot)
+    redraw is slow (a busy machine), so that redrawing takes at most ``budget`` of the training time, but
+    at least every ``max_interval`` seconds; the train end always redraws. When training ends it renders the final curves with matplotlib (Agg, no pyplot)
     and leaves them as a PNG in the notebook: the PNG is added to this object's own display output when it
     was displayed with ``display(live)`` (frontends with the widget show the widget, a saved or papermill
     notebook shows the image), or displayed on its own when the view was never shown.
@@ -34,8 +34,9 @@ class LiveCurves(Callback, Drawn):
     Args:
         metrics: names to plot besides the loss (default: every numeric value in the logs).
         max_fps: most redraws per second.
-        budget: largest share of the training thread's CPU time spent redrawing (between two redraws the
-            thread does at least the last redraw's CPU time divided by ``budget`` of other work).
+        budget: largest share of the training time spent redrawing: the interval between two redraws is at
+            least their recent duration divided by ``budget``.
+        max_interval: longest interval between redraws, whatever they cost.
         static: ``"auto"`` (see above), True (always display the final PNG), False (never).
         width, height: size of each chart in pixels.
 
@@ -45,6 +46,7 @@ class LiveCurves(Callback, Drawn):
     """
 
     def __init__(self, *, metrics: Sequence[str] | None = None, max_fps: float = 4.0, budget: float = 0.004,
+                 max_interval: float = 2.0,
                  static: Literal["auto"] | bool = "auto", width: int = 340, height: int = 200) -> None:
         Callback.__init__(self)
         if not (isinstance(max_fps, (int, float)) and max_fps > 0):
@@ -52,8 +54,9 @@ class LiveCurves(Callback, Drawn):
         self.metrics = list(metrics) if metrics is not None else None
         self.min_interval = 1.0 / max_fps
         self.budget = budget
-        self._cpu_interval = 0.0
-        self._last_cpu = -math.inf
+        self.max_interval = max(max_interval, self.min_interval)
+        self._interval = self.min_interval
+        self._cost = 0.0
         self.static, self.width, self.height = static, width, height
         self.steps: dict[str, list[tuple[int, float]]] = {}
         self.epochs: dict[str, list[tuple[int, float]]] = {}
@@ -83,7 +86,7 @@ class LiveCurves(Callback, Drawn):
         return name not in _SKIP and (base == "loss" or self.metrics is None or base in self.metrics)
 
     def on_train_begin(self, logs=None):
-        self._last_draw = self._last_cpu = -math.inf
+        self._last_draw = -math.inf
         self._status.value = "<i>training…</i>"
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -102,8 +105,7 @@ class LiveCurves(Callback, Drawn):
             self.redraw()
 
     def _due(self) -> bool:
-        return (time.monotonic() - self._last_draw >= self.min_interval
-                and time.thread_time() - self._last_cpu >= self._cpu_interval)
+        return time.monotonic() - self._last_draw >= self._interval
 
     def on_epoch_end(self, epoch, logs=None):
         for name, value in (logs or {}).items():
@@ -144,15 +146,17 @@ class LiveCurves(Callback, Drawn):
 
     def redraw(self) -> None:
         """Redraws the view now (the hooks call it, throttled)."""
-        cpu = time.thread_time()
+        start = time.monotonic()
         self.redraws += 1
         charts = "".join(svg_lines(series, width=self.width, height=self.height, title=name)
                          for name, series in self._panels())
         with self._panel.hold_sync():
             self._status.value = self._status_html()
             self._charts.value = f'<div style="display:flex;flex-wrap:wrap;gap:8px">{charts}</div>'
-        self._last_draw, self._last_cpu = time.monotonic(), time.thread_time()
-        self._cpu_interval = (self._last_cpu - cpu) / self.budget
+        self._last_draw = time.monotonic()
+        cost = self._last_draw - start
+        self._cost = cost if self.redraws == 1 else 0.5 * (self._cost + cost)  # smooth out one slow redraw
+        self._interval = min(max(self.min_interval, self._cost / self.budget), self.max_interval)
 
     def figure(self):
         """The curves as a matplotlib Figure (Agg canvas, not registered with pyplot)."""

@@ -40,6 +40,7 @@ __all__ = [
     "inference",
     "jit",
     "metric",
+    "monitor",
     "onnx",
     "path",
     "profiler",
@@ -56,7 +57,7 @@ _LAZY_ATTRS = {
 }
 _SUBPACKAGES = {
     "amp", "bench", "callbacks", "data", "distributed", "hapi", "inference", "jit",
-    "metric", "onnx", "path", "profiler", "pruning", "quantization", "text", "utils", "vision",
+    "metric", "monitor", "onnx", "path", "profiler", "pruning", "quantization", "text", "utils", "vision",
 }
 
 

@@ -105,10 +105,12 @@ def test_sampan_lab_opens_the_course_index(env, page, tmp_path):
         listing.locator(f"a:has-text('{first.title}')").click()
         page.locator(".jp-NotebookPanel .jp-RenderedMarkdown h1").filter(has_text=first.title.split()[0]) \
             .first.wait_for(timeout=WAIT)
-        kernel.nth(1).wait_for(state="attached", timeout=WAIT)  # so does the lesson
+        # the status bar shows the active notebook's kernel: the lesson names the Sampan kernel too
+        page.locator(".jp-StatusBar-Widget", has_text="Sampan (Python 3)").first.wait_for(timeout=WAIT)
         news = page.get_by_role("button", name="No")  # JupyterLab's one-time "news?" question
         if news.count():
             news.first.click()
+            page.locator(".Toastify__toast").first.wait_for(state="detached", timeout=30_000)
         IMAGES.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(IMAGES / "lab-lesson.png"))
         assert not errors, errors

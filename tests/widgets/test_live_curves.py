@@ -60,6 +60,7 @@ def test_curves_per_step_and_epoch_train_and_eval(model_and_data):
 def test_metrics_filter_and_bad_fps():
     live = LiveCurves(metrics=[])
     live.on_train_batch_end(0, {"loss": 1.0, "acc": 0.5, "step": 1})
+    live.redraw()
     assert list(live.steps) == ["loss"]
     with pytest.raises(ValueError, match="max_fps"):
         LiveCurves(max_fps=0)

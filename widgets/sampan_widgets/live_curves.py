@@ -45,7 +45,7 @@ class LiveCurves(Callback, Drawn):
         >>> # display(live); model.fit(train, val, epochs=5, callbacks=[live])
     """
 
-    def __init__(self, *, metrics: Sequence[str] | None = None, max_fps: float = 4.0, budget: float = 0.004,
+    def __init__(self, *, metrics: Sequence[str] | None = None, max_fps: float = 4.0, budget: float = 0.002,
                  max_interval: float = 2.0,
                  static: Literal["auto"] | bool = "auto", width: int = 340, height: int = 200) -> None:
         Callback.__init__(self)
@@ -62,6 +62,7 @@ class LiveCurves(Callback, Drawn):
         self.epochs: dict[str, list[tuple[int, float]]] = {}
         self.redraws = 0
         self._keep: dict[str, bool] = {}
+        self._pending: list[dict] = []
         self.final_png: bytes | None = None
         self._last_draw = -math.inf
         self._status_text = ""
@@ -93,21 +94,26 @@ class LiveCurves(Callback, Drawn):
         self._epoch = epoch
 
     def on_train_batch_end(self, step, logs=None):
-        logs = logs or {}
-        self._step = int(logs.get("step", self._step + 1))
-        for name, value in logs.items():
-            keep = self._keep.get(name)
-            if keep is None:
-                keep = self._keep[name] = self._wanted(name)
-            if keep and _is_number(value):
-                self.steps.setdefault(name, []).append((self._step, float(value)))
+        self._pending.append(logs or {})  # sorted into curves at the next redraw: one append a step
         if self._due():
             self.redraw()
+
+    def _ingest(self) -> None:
+        pending, self._pending = self._pending, []
+        for logs in pending:
+            self._step = int(logs.get("step", self._step + 1))
+            for name, value in logs.items():
+                keep = self._keep.get(name)
+                if keep is None:
+                    keep = self._keep[name] = self._wanted(name)
+                if keep and _is_number(value):
+                    self.steps.setdefault(name, []).append((self._step, float(value)))
 
     def _due(self) -> bool:
         return time.monotonic() - self._last_draw >= self._interval
 
     def on_epoch_end(self, epoch, logs=None):
+        self._ingest()
         for name, value in (logs or {}).items():
             if _is_number(value) and self._wanted(name):
                 self.epochs.setdefault(name, []).append((self._step, float(value)))
@@ -147,6 +153,7 @@ class LiveCurves(Callback, Drawn):
     def redraw(self) -> None:
         """Redraws the view now (the hooks call it, throttled)."""
         start = time.monotonic()
+        self._ingest()
         self.redraws += 1
         charts = "".join(svg_lines(series, width=self.width, height=self.height, title=name)
                          for name, series in self._panels())
@@ -160,6 +167,7 @@ class LiveCurves(Callback, Drawn):
 
     def figure(self):
         """The curves as a matplotlib Figure (Agg canvas, not registered with pyplot)."""
+        self._ingest()
         panels = self._panels() or [("loss", [])]
         fig = new_figure(3.6 * len(panels), 2.8)
         for ax, (name, series) in zip(fig.subplots(1, len(panels), squeeze=False)[0], panels):

@@ -33,9 +33,10 @@ class _TorchBackend:
 class _OrtBackend:
     def __init__(self, session, names: list[str]):
         self.session, self.names = session, names
+        self._run = session.run
 
     def __call__(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return self.session.run(None, dict(zip(self.names, arrays)))
+        return self._run(None, dict(zip(self.names, arrays)))
 
 
 def _load_backend(name: str, file, config: Config, specs: list[InputSpec]):
@@ -81,7 +82,7 @@ class Predictor:
         self._meta = art.read_metadata(config.prefix)
         self._specs: list[InputSpec] = self._meta["_specs"]
         self._outputs: list[str] = self._meta["outputs"]
-        self._fast = [(np.dtype(s.dtype) if s.dtype != "bfloat16" else None, len(s.shape),
+        self._fast = [(np.dtype(s.dtype) if s.dtype != "bfloat16" else None, len(s.shape),  # numpy interns dtypes
                        [(i, d) for i, d in enumerate(s.shape) if d is not None]) for s in self._specs]
         self.timings: dict[str, float] = {}
         self.rejected: dict[str, str] = {}
@@ -143,11 +144,10 @@ class Predictor:
         return self._run(arrays)
 
     def _fits(self, inputs: Any) -> bool:
-        if not isinstance(inputs, (list, tuple)) or len(inputs) != len(self._fast):
+        if type(inputs) is not list or len(inputs) != len(self._fast):
             return False
         for array, (dtype, ndim, static) in zip(inputs, self._fast):
-            if type(array) is not np.ndarray or array.dtype != dtype or array.ndim != ndim \
-                    or not array.flags.c_contiguous:
+            if type(array) is not np.ndarray or array.dtype is not dtype or array.ndim != ndim:
                 return False
             shape = array.shape
             for i, size in static:

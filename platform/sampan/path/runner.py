@@ -1,7 +1,8 @@
 """``sampan.path.run``: execute the learning path (or part of it) headless with papermill.
 
 Each lesson is executed by ``papermill.execute_notebook`` into a fresh run
-folder (``runs/<timestamp>/`` by default, never reused), with ``QUICK``,
+folder (``runs/<timestamp>/`` by default, never reused; it is also the lesson's
+working directory, so files a lesson writes never land in ``notebooks/``), with ``QUICK``,
 ``DATA_DIR`` and ``SEED`` injected into its ``parameters`` cell. What the lesson
 recorded with ``sampan.record`` is read back from the executed notebook and
 checked against the ranges in ``path.yaml``; a lesson that passes marks the
@@ -227,7 +228,7 @@ def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
 
     try:
         pm.execute_notebook(str(lesson.notebook), str(out), parameters=params, kernel_name=kernel_name,
-                            progress_bar=False, cwd=str(lesson.notebook.parent), timeout_func=remaining,
+                            progress_bar=False, cwd=str(out.parent), timeout_func=remaining,
                             start_timeout=120)
     except PapermillExecutionError as exc:
         return _error_from(exc, out, lesson)

@@ -33,3 +33,27 @@ def mlp():
         return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Dropout(dropout),
                                    torch.nn.Linear(32, 2))
     return make
+
+
+@pytest.fixture
+def leaky_callback():
+    """A callback that leaks 256 KiB of fresh, touched memory per batch (the seeds' "memory keeps growing").
+
+    The memory comes from mmap, not the allocator, so RSS grows even in a long test process whose heap has
+    free space left by earlier tests.
+    """
+    import mmap
+
+    from sampan.callbacks import Callback
+
+    class Leaky(Callback):
+        def __init__(self):
+            super().__init__()
+            self.kept = []
+
+        def on_train_batch_end(self, step, logs=None):
+            block = mmap.mmap(-1, 256 * 1024)
+            block.write(b"\1" * len(block))
+            self.kept.append(block)
+
+    return Leaky

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import HERE, launch
+from dist_helpers import HERE, launch
 
 pytestmark = pytest.mark.distributed
 sys.path.insert(0, str(HERE))

@@ -6,7 +6,7 @@ import time
 import pytest
 
 import sampan.distributed as sd
-from conftest import launch
+from dist_helpers import launch
 
 pytestmark = pytest.mark.distributed
 

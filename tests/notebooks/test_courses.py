@@ -40,6 +40,11 @@ QUICK_RANGES: dict[str, dict[str, tuple]] = {
         "exercise_normalize": (True, True),
         "exercise_grad_of_cube": (True, True),
     },
+    "01-beginner/first_model": {
+        "test_acc": (0.97, 1.0),  # the foundation issue's bar: >= 97 % test accuracy on digits
+        "epochs_trained": (1, 30),
+        "exercise_most_confused": (True, True),
+    },
     "01-beginner/datasets_and_transforms": {
         "digits_train_size": (1257, 1257),
         "normalized_mean": (-0.05, 0.05),

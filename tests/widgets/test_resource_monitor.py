@@ -62,20 +62,11 @@ def test_no_gpu_is_said_once(recorder, monkeypatch):
     assert html.count("No NVIDIA GPU found") == 1 and "GPU 0" not in html and "system memory" in html
 
 
-class _Leaky(Callback):
-    def __init__(self):
-        super().__init__()
-        self.kept = []
-
-    def on_train_batch_end(self, step, logs=None):
-        self.kept.append(torch.ones(64 * 1024, dtype=torch.float32))  # 256 KiB a step, kept alive
-
-
-def test_fit_callback_form_and_leak_warning_in_the_view(recorder, tmp_path, model_and_data):
+def test_fit_callback_form_and_leak_warning_in_the_view(recorder, tmp_path, model_and_data, leaky_callback):
     model, data = model_and_data(n=640)
     monitor = ResourceMonitor(interval=0.1, leak_options=_leak(15), probe_interval=0)
     with pytest.warns(MemoryLeakWarning):
-        model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[_Leaky(), monitor])
+        model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[leaky_callback(), monitor])
     assert not monitor.running
     assert monitor.leak_warning and "grew by" in monitor.leak_warning
     assert "⚠" in monitor._status.value

@@ -138,17 +138,6 @@ def test_leak_detector_rejects_small_window():
         LeakDetector(window=2)
 
 
-class _Leaky(Callback):
-    """Keeps every batch's loss graph alive, the seeds' "memory keeps growing" bug."""
-
-    def __init__(self):
-        super().__init__()
-        self.kept = []
-
-    def on_train_batch_end(self, step, logs=None):
-        self.kept.append(torch.empty(256 * 1024, dtype=torch.uint8).fill_(1))  # 256 KiB a step, touched
-
-
 def _model():
     torch.manual_seed(0)
     net = torch.nn.Linear(8, 2)
@@ -157,12 +146,12 @@ def _model():
     return model
 
 
-def test_monitor_callback_in_fit_tags_steps_and_catches_a_leak():
+def test_monitor_callback_in_fit_tags_steps_and_catches_a_leak(leaky_callback):
     data = TensorDataset(torch.randn(640, 8), torch.randint(0, 2, (640,)))
     model = _model()
     cb = MonitorCallback(interval=0.05, leak_options=_leak(15), probe_interval=0)
     with pytest.warns(MemoryLeakWarning, match="process RSS grew"):
-        model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[_Leaky(), cb])
+        model.fit(data, batch_size=8, epochs=1, verbose=0, callbacks=[leaky_callback(), cb])
     assert not cb.sampler.running
     assert cb.sampler.latest["step"] == 80
 

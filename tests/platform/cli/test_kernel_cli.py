@@ -21,10 +21,10 @@ def test_repository_spec_has_its_logos_and_names_the_kernel():
             assert img.size == (size, size) and img.format == "PNG"
 
 
-def test_spec_is_bound_to_the_current_interpreter():
-    spec = kernel_spec(threads=3, data_dir="/tmp/sampan-x")
+def test_spec_is_bound_to_the_current_interpreter(tmp_path):
+    spec = kernel_spec(threads=3, data_dir=str(tmp_path / "sampan-x"))
     assert spec["argv"][:3] == [sys.executable, "-m", "ipykernel_launcher"]
-    assert spec["env"] == {"OMP_NUM_THREADS": "3", "SAMPAN_DATA": "/tmp/sampan-x"}
+    assert spec["env"] == {"OMP_NUM_THREADS": "3", "SAMPAN_DATA": str(tmp_path / "sampan-x")}
     assert kernel_spec()["env"] == {}  # SAMPAN_DATA and OMP_NUM_THREADS pass through by default
 
 

@@ -18,6 +18,7 @@ import pickle
 import tempfile
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -38,22 +39,24 @@ def _worker(local_rank: int, payload: bytes, nprocs: int, port: int, threads: in
     torch.set_num_threads(threads)
     cloudpickle = require("cloudpickle")
     fn, args = cloudpickle.loads(payload)
+    import torch.distributed as dist
+
     try:
         result = fn(*args)
     except BaseException:
         note = {"time": time.time(), "traceback": traceback.format_exc()}
         Path(result_dir, f"{local_rank}.err").write_text(json.dumps(note))
-        raise
-    finally:
-        import torch.distributed as dist
-
         if dist.is_initialized():
             dist.destroy_process_group()
+        raise
     try:
         data = cloudpickle.dumps(result)
     except Exception as exc:  # noqa: BLE001 - a result that cannot travel back is reported, not fatal
         data = cloudpickle.dumps(_Unpicklable(f"{type(result).__name__}: {exc}"))
     Path(result_dir, f"{local_rank}.pkl").write_bytes(data)
+    if dist.is_initialized():
+        dist.barrier()  # every rank has written its result before any rank tears the group down
+        dist.destroy_process_group()
 
 
 class _Unpicklable:
@@ -129,6 +132,12 @@ def _run(fn: Callable, args: Sequence, nprocs: int | None, *, threads: int | Non
         except torch.multiprocessing.ProcessRaisedException as exc:
             raise _first_failure(result_dir, nprocs, exc.error_index, str(exc)) from None
         except torch.multiprocessing.ProcessExitedException as exc:
+            if all(Path(result_dir, f"{r}.pkl").is_file() for r in range(nprocs)):
+                # every rank finished its work; a native crash while tearing down (gloo threads at exit)
+                # loses nothing, so report it and return the results
+                warnings.warn(f"Rank {exc.error_index} crashed while exiting (code {exc.exit_code}) after "
+                              f"finishing its work; the results are complete.", RuntimeWarning, stacklevel=3)
+                return [_load_result(Path(result_dir, f"{r}.pkl")) for r in range(nprocs)]
             raise _first_failure(result_dir, nprocs, exc.error_index,
                                  f"exited with code {exc.exit_code} (signal {exc.signal_name}) without a Python "
                                  f"traceback. HINT: a crash in native code or running out of memory.") from None

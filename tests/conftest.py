@@ -1,18 +1,26 @@
 """Shared fixtures: an isolated data directory and small deterministic datasets."""
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
 
 @pytest.fixture(autouse=True)
-def _isolated_data_home(tmp_path_factory, monkeypatch):
-    """Every test gets its own SAMPAN_DATA unless it sets one; nothing touches the user's cache."""
-    if "SAMPAN_TEST_KEEP_DATA" not in os.environ:
-        monkeypatch.setenv("SAMPAN_DATA", str(tmp_path_factory.mktemp("sampan-data")))
+def data_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own empty SAMPAN_DATA (the weight zoo lives there), outside its tmp_path;
+    nothing touches the user's cache."""
+    home = tmp_path_factory.mktemp("sampan-data")
+    monkeypatch.setenv("SAMPAN_DATA", str(home))
+    return home
+
+
+@pytest.fixture
+def one_thread():
+    """Small networks run several times faster on one thread of a busy 2-core machine (restored after)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
     yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture

@@ -1,19 +1,7 @@
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True)
-def data_home(tmp_path, monkeypatch):
-    """Every test gets its own empty data directory (the weight zoo lives there)."""
-    home = tmp_path / "sampan-data"
-    monkeypatch.setenv("SAMPAN_DATA", str(home))
-    return home
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small networks run several times faster on one thread of a busy 2-core machine (restored after)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_thread(one_thread):
+    """Every test here runs torch on one thread (see the root conftest)."""
     yield
-    torch.set_num_threads(before)

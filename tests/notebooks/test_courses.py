@@ -65,6 +65,14 @@ QUICK_RANGES: dict[str, dict[str, tuple]] = {
         "exercise_warmup_cosine": (True, True),
         "exercise_best_epoch": (True, True),
     },
+    "02-intermediate/sentiment_reviews_zh": {
+        "tfidf_char_acc": (0.8, 0.86),
+        "tfidf_bigram_acc": (0.83, 0.89),
+        "textcnn_acc": (0.84, 0.95),
+        "beats_char_tfidf": (True, True),  # the bar: above the TF-IDF baseline on the same characters
+        "gap_to_bigram_tfidf": (-0.025, None),  # level with TF-IDF on bigrams, within the test set's noise
+        "exercise_predict_sentiment": (True, True),
+    },
     "02-intermediate/transfer_learning_defects": {
         "shapes_val_acc": (0.85, 1.0),
         "baseline_macro_f1": (0.19, 0.22),

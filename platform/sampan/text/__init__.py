@@ -1,4 +1,4 @@
-"""Text: tokenizers with vocabularies, text classifiers, and a token-id dataset.
+"""Text: tokenizers with vocabularies, text classifiers, a token-id dataset, pretrained embeddings.
 
 Example:
     >>> import sampan.text as text
@@ -9,7 +9,9 @@ Example:
     >>> net(ds.ids).shape
     torch.Size([2, 2])
 """
+from sampan.text.corpus import peoples_daily
 from sampan.text.dataset import TextClassificationDataset
+from sampan.text.embeddings import ppmi_embeddings
 from sampan.text.models import BiGRU, TextCNN
 from sampan.text.tokenizer import CharTokenizer, Tokenizer, Vocab, WordTokenizer
 
@@ -21,4 +23,6 @@ __all__ = [
     "Tokenizer",
     "Vocab",
     "WordTokenizer",
+    "peoples_daily",
+    "ppmi_embeddings",
 ]

@@ -39,29 +39,53 @@ class TextCNN(nn.Module):
         kernel_sizes: widths of the convolutions.
         dropout: dropout before the classifier.
         padding_idx: the padding id, whose embedding stays zero.
+        ngram_vocab_size: when given, a second embedding table for n-gram ids aligned with the
+            token ids (``CharTokenizer(ngram=2)``); ``forward(ids, ngram_ids)`` concatenates both
+            embeddings at each position, as Chinese models do with character + bigram embeddings.
 
     Example:
         >>> TextCNN(50, 3, kernel_sizes=(2, 3))(torch.zeros(2, 1, dtype=torch.long)).shape
         torch.Size([2, 3])
+        >>> net = TextCNN(50, 2, ngram_vocab_size=80)
+        >>> net(torch.ones(2, 5, dtype=torch.long), torch.ones(2, 5, dtype=torch.long)).shape
+        torch.Size([2, 2])
     """
 
     def __init__(self, vocab_size: int, num_classes: int, *, embed_dim: int = 128, num_filters: int = 64,
-                 kernel_sizes: Sequence[int] = (2, 3, 4), dropout: float = 0.5, padding_idx: int = 0):
+                 kernel_sizes: Sequence[int] = (2, 3, 4), dropout: float = 0.5, padding_idx: int = 0,
+                 ngram_vocab_size: int | None = None):
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("embed_dim", embed_dim),
                             ("num_filters", num_filters)):
             _check_positive(name, value)
+        if ngram_vocab_size is not None:
+            _check_positive("ngram_vocab_size", ngram_vocab_size)
         if not kernel_sizes or not all(isinstance(k, int) and k >= 1 for k in kernel_sizes):
             raise ValueError(bad_argument("kernel_sizes", kernel_sizes, "a non-empty sequence of positive ints",
                                           "pass kernel_sizes=(2, 3, 4)"))
         self.max_kernel = max(kernel_sizes)
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
-        self.convs = nn.ModuleList(nn.Conv1d(embed_dim, num_filters, k) for k in kernel_sizes)
+        self.ngram_embedding = (nn.Embedding(ngram_vocab_size, embed_dim, padding_idx=padding_idx)
+                                if ngram_vocab_size is not None else None)
+        width = embed_dim * (2 if ngram_vocab_size is not None else 1)
+        self.convs = nn.ModuleList(nn.Conv1d(width, num_filters, k) for k in kernel_sizes)
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(num_filters * len(kernel_sizes), num_classes)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        x = self.embedding(ids).transpose(1, 2)  # [B, E, L]
+    def forward(self, ids: torch.Tensor, ngram_ids: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.embedding(ids)
+        if (ngram_ids is None) != (self.ngram_embedding is None):
+            raise ValueError(bad_argument(
+                "ngram_ids", None if ngram_ids is None else tuple(ngram_ids.shape),
+                "n-gram ids exactly when the model was built with ngram_vocab_size",
+                "pass forward(ids, ngram_ids) with TextCNN(..., ngram_vocab_size=len(ngram_vocab)), "
+                "or forward(ids) without it"))
+        if ngram_ids is not None:
+            if ngram_ids.shape != ids.shape:
+                raise ValueError(bad_argument("ngram_ids", tuple(ngram_ids.shape),
+                                              f"the shape of ids {tuple(ids.shape)}", "encode both with the same max_len"))
+            x = torch.cat([x, self.ngram_embedding(ngram_ids)], dim=-1)
+        x = x.transpose(1, 2)  # [B, E, L]
         if x.shape[-1] < self.max_kernel:
             x = F.pad(x, (0, self.max_kernel - x.shape[-1]))
         pooled = [F.relu(conv(x)).amax(dim=-1) for conv in self.convs]

@@ -210,16 +210,42 @@ class Tokenizer:
 class CharTokenizer(Tokenizer):
     """One token per character, whitespace dropped; works for Chinese without a segmenter.
 
+    With ``ngram=n`` the token at each character is the ``n`` characters starting there
+    (the last ones end with ``</s>``), so an n-gram sequence lines up position by position
+    with the character sequence: feed both to ``TextCNN(..., ngram_vocab_size=...)``.
+
+    Args:
+        vocab: an existing vocabulary, or None.
+        lower: lower-case first.
+        ngram: characters per token, 1 (characters) or more (character n-grams).
+
     Example:
         >>> CharTokenizer().tokenize("很 好Ok")
         ['很', '好', 'o', 'k']
+        >>> CharTokenizer(ngram=2).tokenize("不好看")
+        ['不好', '好看', '看</s>']
     """
 
     kind = "char"
+    END = "</s>"
+
+    def __init__(self, vocab: Vocab | None = None, *, lower: bool = True, ngram: int = 1):
+        if not isinstance(ngram, int) or isinstance(ngram, bool) or ngram < 1:
+            raise ValueError(bad_argument("ngram", ngram, "a positive int", "pass ngram=1 (characters) or ngram=2"))
+        super().__init__(vocab, lower=lower)
+        self.ngram = ngram
 
     def tokenize(self, text: str) -> list[str]:
         text = text.lower() if self.lower else text
-        return [ch for ch in text if not ch.isspace()]
+        chars = [ch for ch in text if not ch.isspace()]
+        if self.ngram == 1:
+            return chars
+        joined = "".join(chars)
+        return [joined[i:i + self.ngram] + (self.END if i + self.ngram > len(joined) else "")
+                for i in range(len(joined))]
+
+    def _config(self) -> dict[str, Any]:
+        return {"lower": self.lower, "ngram": self.ngram}
 
 
 class WordTokenizer(Tokenizer):

@@ -60,3 +60,33 @@ def test_classifiers_learn_a_keyword_rule(arch):
     with torch.no_grad():
         accuracy = (net(ds.ids).argmax(1) == ds.labels).float().mean().item()
     assert accuracy > 0.95
+
+
+def test_textcnn_with_bigrams_trains_through_model_with_two_inputs():
+    """Two aligned inputs (characters, bigrams) through Model.fit; the rule needs character order:
+    positive texts say 好不差 ("good, not bad"), negative ones 差不好 — the same characters."""
+    import sampan
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    fillers = list("今天这个东西书质量物流价格一般还")
+    texts, labels = [], []
+    for i in range(320):
+        body = [fillers[j] for j in torch.randint(len(fillers), (8,), generator=g)]
+        body.insert(int(torch.randint(8, (1,), generator=g)), "好不差" if i % 2 else "差不好")
+        texts.append("".join(body))
+        labels.append(i % 2)
+    chars, bigrams = CharTokenizer(), CharTokenizer(ngram=2)
+    chars.build_vocab(texts)
+    bigrams.build_vocab(texts)
+    ds = TextClassificationDataset(texts, labels, [chars, bigrams], max_len=12)
+    net = TextCNN(len(chars.vocab), 2, embed_dim=16, num_filters=16, ngram_vocab_size=len(bigrams.vocab))
+    model = sampan.Model(net, inputs=[sampan.InputSpec([None, 12], "int64", "chars"),
+                                      sampan.InputSpec([None, 12], "int64", "bigrams")])
+    model.prepare(torch.optim.Adam(net.parameters(), lr=1e-2), torch.nn.CrossEntropyLoss(), sampan.metric.Accuracy())
+    model.fit(ds, epochs=4, batch_size=32, verbose=0)
+    assert model.evaluate(ds, batch_size=64, verbose=0)["acc"] >= 0.95
+    with pytest.raises(ValueError, match="`ngram_ids`"):
+        net(ds.inputs[0][:2])  # built with bigrams: they are required
+    with pytest.raises(ValueError, match="the shape of ids"):
+        net(ds.inputs[0][:2], ds.inputs[1][:2, :5])

@@ -98,3 +98,28 @@ def test_text_classification_dataset_from_reviews(data_home):
     assert (ds.ids[:, 0] != 0).all()  # no empty review
     with pytest.raises(ValueError, match="one label per text"):
         TextClassificationDataset(["a", "b"], [1], tok, max_len=4)
+
+
+def test_char_ngrams_line_up_with_characters(tmp_path):
+    chars, bigrams = CharTokenizer(), CharTokenizer(ngram=2)
+    text = "不 好看"
+    assert bigrams.tokenize(text) == ["不好", "好看", "看</s>"]
+    assert len(bigrams.tokenize(text)) == len(chars.tokenize(text))
+    bigrams.build_vocab(["不好看", "很好看"])
+    loaded = Tokenizer.load(bigrams.save(tmp_path / "bigrams.json"))
+    assert loaded.ngram == 2 and torch.equal(loaded.encode("好看", 4), bigrams.encode("好看", 4))
+    with pytest.raises(ValueError, match=r"`ngram` to be a positive int. Received: ngram=0"):
+        CharTokenizer(ngram=0)
+
+
+def test_dataset_with_two_tokenizers_yields_two_inputs():
+    chars, bigrams = CharTokenizer(), CharTokenizer(ngram=2)
+    texts = ["很好看", "不好"]
+    chars.build_vocab(texts)
+    bigrams.build_vocab(texts)
+    ds = TextClassificationDataset(texts, [1, 0], [chars, bigrams], max_len=4)
+    c, b, label = ds[1]
+    assert c.tolist() == chars.encode("不好", 4).tolist() and b.tolist() == bigrams.encode("不好", 4).tolist()
+    assert label.item() == 0 and ds.ids is ds.inputs[0]
+    with pytest.raises(TypeError, match="`tokenizer` to be a sampan.text Tokenizer or a list of them"):
+        TextClassificationDataset(texts, [1, 0], ["chars"], max_len=4)

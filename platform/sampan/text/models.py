@@ -82,7 +82,8 @@ class TextCNN(nn.Module):
                 "or forward(ids) without it"))
         if ngram_ids is not None:
             if ngram_ids.shape != ids.shape:
-                raise ValueError(bad_argument("ngram_ids", tuple(ngram_ids.shape), f"the shape of ids {tuple(ids.shape)}",
+                expected = f"the shape of ids {tuple(ids.shape)}"
+                raise ValueError(bad_argument("ngram_ids", tuple(ngram_ids.shape), expected,
                                               "encode both with the same max_len"))
             x = torch.cat([x, self.ngram_embedding(ngram_ids)], dim=-1)
         x = x.transpose(1, 2)  # [B, E, L]

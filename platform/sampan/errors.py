@@ -65,3 +65,19 @@ def bad_argument(name: str, value: Any, expected: str, fix: str | None = None) -
     if fix:
         msg += f" HINT: {fix.rstrip('.')}."
     return msg
+
+
+def check_int(name: str, value: Any, *, minimum: int = 1, fix: str | None = None) -> int:
+    """Returns ``value`` when it is an int (not a bool) of at least ``minimum``; else a ValueError naming it.
+
+    Example:
+        >>> check_int("epochs", 3)
+        3
+        >>> check_int("epochs", 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: Expected `epochs` to be an int >= 1. Received: epochs=0. HINT: pass epochs=1 or more.
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(bad_argument(name, value, f"an int >= {minimum}", fix or f"pass {name}={minimum} or more"))
+    return value

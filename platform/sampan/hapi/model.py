@@ -5,7 +5,6 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
@@ -14,7 +13,7 @@ from sampan.callbacks.history import History
 from sampan.callbacks.model_checkpoint import ModelCheckpoint
 from sampan.callbacks.progress import ProgressBar
 from sampan.callbacks.terminate_on_nan import TerminateOnNaN
-from sampan.errors import SampanError, bad_argument
+from sampan.errors import SampanError, bad_argument, check_int
 from sampan.hapi import checkpoint as ckpt
 from sampan.hapi import loop
 from sampan.hapi.metrics import MetricSet, as_metrics
@@ -36,12 +35,6 @@ def resolve_device(device: Any) -> torch.device:
         raise ValueError(bad_argument("device", str(device), "a device this machine has",
                                       "no CUDA GPU is visible here: use device='cpu' or leave device=None"))
     return device
-
-
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(bad_argument(name, value, f"an int >= {minimum}"))
-    return value
 
 
 class Model:
@@ -114,7 +107,7 @@ class Model:
             raise TypeError(bad_argument("loss", loss, "a callable such as torch.nn.CrossEntropyLoss()"))
         if grad_clip is not None and (not isinstance(grad_clip, (int, float)) or grad_clip <= 0):
             raise ValueError(bad_argument("grad_clip", grad_clip, "a positive float (max global gradient norm)"))
-        self._accumulate_steps = _positive_int("accumulate_steps", accumulate_steps)
+        self._accumulate_steps = check_int("accumulate_steps", accumulate_steps)
         self._optimizer, self._loss, self._grad_clip = optimizer, loss, grad_clip
         self._metrics = as_metrics(metrics)
         if deterministic:
@@ -160,8 +153,8 @@ class Model:
         if hasattr(data, "__len__") and len(data) == 0:
             raise ValueError(bad_argument(argument, data, "a dataset with at least one sample (len 0 received)",
                                           "check the split name and the data directory"))
-        _positive_int("batch_size", batch_size)
-        _positive_int("num_workers", num_workers, minimum=0)
+        check_int("batch_size", batch_size)
+        check_int("num_workers", num_workers, minimum=0)
         return self._strategy.make_loader(data, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                                           num_workers=num_workers)
 
@@ -210,11 +203,11 @@ class Model:
             >>> history = model.fit(train_set, val_set, epochs=5, batch_size=64)  # doctest: +SKIP
         """
         self._require_prepared("fit", need_optimizer=True)
-        _positive_int("epochs", epochs)
-        _positive_int("eval_freq", eval_freq)
-        _positive_int("log_freq", log_freq)
+        check_int("epochs", epochs)
+        check_int("eval_freq", eval_freq)
+        check_int("log_freq", log_freq)
         if num_iters is not None:
-            _positive_int("num_iters", num_iters)
+            check_int("num_iters", num_iters)
         train_loader = self._loader(train_data, "train_data", batch_size=batch_size, shuffle=shuffle,
                                     drop_last=drop_last, num_workers=num_workers)
         eval_loader = None if eval_data is None else self._loader(

@@ -187,14 +187,15 @@ class StaticFunction:
 
 
 class _FrozenBackend:
-    """``backend`` compiling with inductor ``freezing`` on (weights folded in as constants)."""
+    """``backend`` under a new identity: Dynamo keeps compiled graphs per backend object, so each frozen
+    generation (and the unfrozen graph) gets a cache of its own. Freezing itself is switched on around
+    the call, in ``StaticFunction._run_compiled``."""
 
     def __init__(self, backend: str):
         self.backend = torch._dynamo.lookup_backend(backend)
 
     def __call__(self, graph_module, example_inputs):
-        with torch._inductor.config.patch(freezing=True):
-            return self.backend(graph_module, example_inputs)
+        return self.backend(graph_module, example_inputs)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -21,15 +21,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, check_int
 from sampan.text.tokenizer import CharTokenizer, Tokenizer
 
 __all__ = ["ppmi_embeddings"]
-
-
-def _positive_int(name: str, value, hint: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(bad_argument(name, value, "a positive int", hint))
 
 
 def ppmi_embeddings(texts: Sequence[str], tokenizer: Tokenizer, *, dim: int = 64, window: int = 3,
@@ -58,8 +53,8 @@ def ppmi_embeddings(texts: Sequence[str], tokenizer: Tokenizer, *, dim: int = 64
         raise TypeError(bad_argument("tokenizer", type(tokenizer).__name__, "a CharTokenizer (any ngram)",
                                      "pass CharTokenizer() or CharTokenizer(ngram=2) after build_vocab"))
     vocab = tokenizer._require_vocab()
-    _positive_int("dim", dim, "pass dim=64")
-    _positive_int("window", window, "pass window=3")
+    check_int("dim", dim, fix="pass dim=64")
+    check_int("window", window, fix="pass window=3")
     if dim >= len(vocab) - 1:
         raise ValueError(bad_argument("dim", dim, f"less than the vocabulary size minus one ({len(vocab) - 1})",
                                       "pass a smaller dim or build the vocabulary on more text"))

@@ -9,20 +9,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, check_int
 
 __all__ = ["BiGRU", "TextCNN"]
-
-
-def _check_positive(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(bad_argument(name, value, "a positive int", f"pass {name}=1 or more"))
 
 
 class TextCNN(nn.Module):
@@ -57,9 +51,9 @@ class TextCNN(nn.Module):
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("embed_dim", embed_dim),
                             ("num_filters", num_filters)):
-            _check_positive(name, value)
+            check_int(name, value)
         if ngram_vocab_size is not None:
-            _check_positive("ngram_vocab_size", ngram_vocab_size)
+            check_int("ngram_vocab_size", ngram_vocab_size)
         if not kernel_sizes or not all(isinstance(k, int) and k >= 1 for k in kernel_sizes):
             raise ValueError(bad_argument("kernel_sizes", kernel_sizes, "a non-empty sequence of positive ints",
                                           "pass kernel_sizes=(2, 3, 4)"))
@@ -118,7 +112,7 @@ class BiGRU(nn.Module):
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("embed_dim", embed_dim),
                             ("hidden_size", hidden_size), ("num_layers", num_layers)):
-            _check_positive(name, value)
+            check_int(name, value)
         self.padding_idx = padding_idx
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
         self.gru = nn.GRU(embed_dim, hidden_size, num_layers=num_layers, batch_first=True, bidirectional=True,

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, check_int
 from sampan.utils.io import atomic_write_json
 
 __all__ = ["CharTokenizer", "Tokenizer", "Vocab", "WordTokenizer"]
@@ -230,8 +230,7 @@ class CharTokenizer(Tokenizer):
     END = "</s>"
 
     def __init__(self, vocab: Vocab | None = None, *, lower: bool = True, ngram: int = 1):
-        if not isinstance(ngram, int) or isinstance(ngram, bool) or ngram < 1:
-            raise ValueError(bad_argument("ngram", ngram, "a positive int", "pass ngram=1 (characters) or ngram=2"))
+        check_int("ngram", ngram, fix="pass ngram=1 (characters) or ngram=2")
         super().__init__(vocab, lower=lower)
         self.ngram = ngram
 

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from sampan.errors import CheckpointError, bad_argument
+from sampan.errors import CheckpointError, bad_argument, check_int
 from sampan.utils.io import atomic_write, data_home
 
 __all__ = [
@@ -53,7 +53,7 @@ class LeNet(nn.Module):
 
     def __init__(self, num_classes: int = 10, in_channels: int = 1):
         super().__init__()
-        _check_positive("in_channels", in_channels)
+        check_int("in_channels", in_channels)
         self.num_classes = num_classes
         self.features = nn.Sequential(
             nn.Conv2d(in_channels, 6, 3, stride=1, padding=1),
@@ -73,11 +73,6 @@ class LeNet(nn.Module):
         return x
 
 
-def _check_positive(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(bad_argument(name, value, "a positive int", f"pass {name}=1 or more"))
-
-
 def _replace_stem(net: nn.Module, arch: str, in_channels: int) -> None:
     """Swaps the first convolution for one taking ``in_channels`` (same kernel, stride, padding)."""
     if arch.startswith("resnet"):
@@ -91,8 +86,8 @@ def _replace_stem(net: nn.Module, arch: str, in_channels: int) -> None:
 def _torchvision(arch: str, pretrained: bool | str, num_classes: int, in_channels: int, **kwargs: Any) -> nn.Module:
     import torchvision.models
 
-    _check_positive("num_classes", num_classes)
-    _check_positive("in_channels", in_channels)
+    check_int("num_classes", num_classes)
+    check_int("in_channels", in_channels)
     if not isinstance(pretrained, (bool, str)):
         raise ValueError(bad_argument("pretrained", pretrained, "True, False or a zoo name", "pass pretrained=True"))
     net = getattr(torchvision.models, arch)(weights=None, num_classes=num_classes, **kwargs)

@@ -40,7 +40,7 @@ def test_bad_arguments_name_the_argument():
         ppmi_embeddings(["a b"], WordTokenizer())
     with pytest.raises(ValueError, match=r"`dim` to be less than the vocabulary size"):
         ppmi_embeddings(["好看", "难看"], tok, dim=16)
-    with pytest.raises(ValueError, match=r"`window` to be a positive int. Received: window=0"):
+    with pytest.raises(ValueError, match=r"`window` to be an int >= 1. Received: window=0"):
         ppmi_embeddings(["好看"], tok, dim=2, window=0)
 
 

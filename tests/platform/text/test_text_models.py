@@ -24,7 +24,7 @@ def test_bigru_ignores_padding():
 
 
 def test_bad_arguments_name_the_argument():
-    with pytest.raises(ValueError, match=r"`vocab_size` to be a positive int. Received: vocab_size=0"):
+    with pytest.raises(ValueError, match=r"`vocab_size` to be an int >= 1. Received: vocab_size=0"):
         TextCNN(0, 2)
     with pytest.raises(ValueError, match=r"`kernel_sizes`.*Received: kernel_sizes=\(\)"):
         TextCNN(10, 2, kernel_sizes=())

@@ -108,7 +108,7 @@ def test_char_ngrams_line_up_with_characters(tmp_path):
     bigrams.build_vocab(["不好看", "很好看"])
     loaded = Tokenizer.load(bigrams.save(tmp_path / "bigrams.json"))
     assert loaded.ngram == 2 and torch.equal(loaded.encode("好看", 4), bigrams.encode("好看", 4))
-    with pytest.raises(ValueError, match=r"`ngram` to be a positive int. Received: ngram=0"):
+    with pytest.raises(ValueError, match=r"`ngram` to be an int >= 1. Received: ngram=0"):
         CharTokenizer(ngram=0)
 
 

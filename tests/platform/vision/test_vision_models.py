@@ -50,7 +50,7 @@ def test_resnet50_head_size():
 
 
 def test_bad_arguments_name_the_argument():
-    with pytest.raises(ValueError, match=r"Expected `num_classes` to be a positive int. Received: num_classes=0"):
+    with pytest.raises(ValueError, match=r"Expected `num_classes` to be an int >= 1. Received: num_classes=0"):
         models.resnet18(num_classes=0)
     with pytest.raises(ValueError, match=r"`in_channels`.*Received: in_channels=-1"):
         models.LeNet(in_channels=-1)

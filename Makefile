@@ -6,7 +6,7 @@ STAMP := $(VENV)/.sampan-installed
 # Thread count for tests and lessons on small machines; override with `make test THREADS=8`.
 THREADS ?= 2
 
-.PHONY: setup lab test bench clean
+.PHONY: setup lab test bench clean hub-proxy
 
 setup: $(STAMP)
 
@@ -15,7 +15,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
 	$(PY) -m sampan kernel install --sys-prefix
+	$(MAKE) hub-proxy
 	touch $(STAMP)
+
+# `sampan hub` needs JupyterHub's proxy, an npm package (Node from Debian: apt-get install nodejs npm).
+CHP_VERSION ?= 5.3.0
+hub-proxy:
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/share/sampan-node configurable-http-proxy@$(CHP_VERSION)
 
 lab: setup
 	$(VENV)/bin/sampan lab

@@ -14,6 +14,16 @@ def data_home(tmp_path_factory, monkeypatch):
     return home
 
 
+@pytest.fixture(autouse=True, scope="session")
+def tracking_store(tmp_path_factory):
+    """Every fit is a recorded run: the session's runs (and the lessons' kernels' runs, which inherit the
+    environment) go to one temporary MLflow store, never the user's."""
+    uri = f"sqlite:///{(tmp_path_factory.mktemp('sampan-tracking') / 'mlflow.db').as_posix()}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SAMPAN_TRACKING_URI", uri)
+        yield uri
+
+
 @pytest.fixture
 def one_thread():
     """Small networks run several times faster on one thread of a busy 2-core machine (restored after)."""

@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 
 from sampan._version import __version__
+from sampan.errors import first_line
 
 
 @dataclass
@@ -170,7 +171,7 @@ def _run(name: str, fn: Callable[[], str], required: bool) -> CheckItem:
     try:
         detail, ok = fn(), True
     except Exception as exc:  # a failed check is a result, not a crash
-        detail, ok = f"{type(exc).__name__}: {exc}".splitlines()[0][:300], False
+        detail, ok = f"{type(exc).__name__}: {first_line(exc)}"[:300], False
         if required:
             detail += " | " + traceback.format_exc(limit=1).splitlines()[-1][:200]
     return CheckItem(name, ok, required, detail, time.perf_counter() - start)

@@ -35,6 +35,38 @@ class DatasetNotFoundError(SampanError, FileNotFoundError):
     """Files of a catalog dataset are absent; the message says what to put where."""
 
 
+class DatasetFileError(SampanError, ValueError):
+    """A file of a catalog dataset is there but cannot be read; the message names it.
+
+    Attributes:
+        path: the unreadable file.
+    """
+
+    def __init__(self, message: str, *, path: str):
+        super().__init__(message)
+        self.path = path
+
+
+class DataDirectoryError(SampanError, OSError):
+    """The data directory (``$SAMPAN_DATA``, else ``~/.cache/sampan``) is not a folder Sampan can write."""
+
+
+class UnsafeFileError(SampanError, ValueError):
+    """A file from outside would run code or write outside its folder if opened; Sampan refuses it.
+
+    Raised for pickled entries in an exported model, archive members that are links, devices,
+    absolute or contain ``..``, and manifest entries pointing outside their folder.
+
+    Attributes:
+        path: the file refused.
+        entry: the entry inside it that is unsafe (an archive member, a weight name, a manifest key).
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, entry: str | None = None):
+        super().__init__(message)
+        self.path, self.entry = path, entry
+
+
 class NonFiniteLossError(SampanError, FloatingPointError):
     """The loss became NaN or infinite.
 
@@ -81,3 +113,18 @@ def check_int(name: str, value: Any, *, minimum: int = 1, fix: str | None = None
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ValueError(bad_argument(name, value, f"an int >= {minimum}", fix or f"pass {name}={minimum} or more"))
     return value
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message, or its class name when the message is empty.
+
+    Example:
+        >>> first_line(RuntimeError("shapes do not match\\n  at layer 3"))
+        'shapes do not match'
+        >>> first_line(IndexError())
+        'IndexError'
+    """
+    for line in str(exc).splitlines():
+        if line.strip():
+            return line.strip()
+    return type(exc).__name__

@@ -138,3 +138,53 @@ def as_specs(value: Any, argument: str = "inputs") -> list[InputSpec] | None:
             raise TypeError(bad_argument(argument, value, "an InputSpec or a list of InputSpec",
                                          "write inputs=[sampan.InputSpec([None, 1, 28, 28], 'float32', 'image')]"))
     return list(items)
+
+
+def normalize_specs(input_spec: Any, *, argument: str = "input_spec") -> list[InputSpec] | None:
+    """Turns ``None``, one ``InputSpec``, a tensor or a list of either into a list of named specs.
+
+    Tensors become specs with a dynamic batch dimension. Unnamed specs are named
+    ``input_0``, ``input_1``, ... so that exported graphs and errors can name them.
+
+    Example:
+        >>> [s.name for s in normalize_specs([InputSpec([None, 4]), torch.zeros(2, 3)])]
+        ['input_0', 'input_1']
+    """
+    if input_spec is None:
+        return None
+    items: Sequence = input_spec if isinstance(input_spec, (list, tuple)) else [input_spec]
+    if not items:
+        raise ValueError(bad_argument(argument, input_spec, "a non-empty list of sampan.InputSpec",
+                                      "write input_spec=[sampan.InputSpec([None, 1, 28, 28], 'float32', 'image')]"))
+    specs = []
+    for i, item in enumerate(items):
+        if isinstance(item, torch.Tensor):
+            item = InputSpec.from_tensor(item, name=f"input_{i}")
+        if not isinstance(item, InputSpec):
+            raise TypeError(bad_argument(argument, input_spec, "an InputSpec or a list of InputSpec",
+                                         "write input_spec=[sampan.InputSpec([None, 1, 28, 28], 'float32', 'image')]"))
+        if item.name is None:
+            item = InputSpec(item.shape, item.dtype, f"input_{i}")
+        specs.append(item)
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(bad_argument(argument, names, "InputSpecs with distinct names", "rename the inputs"))
+    return specs
+
+
+def example_inputs(specs: list[InputSpec], *, batch: int = 2, fill: int = 8, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """Deterministic example tensors for ``specs`` (dynamic dims take ``batch`` for dim 0, else ``fill``).
+
+    The one builder of example inputs (export, quantization, pruning, FLOP counting); it leaves the
+    global random state as it was.
+
+    Example:
+        >>> [t.shape for t in example_inputs([InputSpec([None, 3])], batch=1)]
+        [torch.Size([1, 3])]
+    """
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(seed)
+        return tuple(s.example(batch=batch, fill=fill) for s in specs)
+    finally:
+        torch.random.set_rng_state(state)

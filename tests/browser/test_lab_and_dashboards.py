@@ -90,7 +90,7 @@ def test_sampan_lab_opens_the_course_index(env, page, tmp_path):
     first = sampan.path.load_path().lessons[0]
     port, token = _port(), uuid.uuid4().hex
     log = tmp_path / "lab.log"
-    proc = _start(["lab", "--no-browser", "--port", str(port), "--token", token], env, log)
+    proc = _start(["lab", "--no-browser", "--port", str(port)], dict(env, SAMPAN_LAB_TOKEN=token), log)
     try:
         status = f"http://127.0.0.1:{port}/api/status?token={token}"
         _wait(lambda: urllib.request.urlopen(status, timeout=5).status == 200, proc, log)
@@ -123,9 +123,10 @@ def test_sampan_lab_opens_the_course_index(env, page, tmp_path):
 def _serve(name: str, env: dict, tmp_path: Path) -> tuple[subprocess.Popen, str]:
     port = _port()
     log = tmp_path / f"{name}.log"
-    proc = _start(["dashboard", name, "--port", str(port)], env, log)
+    token = uuid.uuid4().hex
+    proc = _start(["dashboard", name, "--port", str(port)], dict(env, SAMPAN_DASHBOARD_TOKEN=token), log)
     _wait(lambda: _port_open(port), proc, log)
-    return proc, f"http://127.0.0.1:{port}/"
+    return proc, f"http://127.0.0.1:{port}/?token={token}"
 
 
 def test_digit_playground_classifies_a_drawn_zero(env, page, tmp_path):

@@ -1,6 +1,7 @@
 """A tiny digits training run, used by the distributed tests (run under torchrun, or in-process).
 
 Usage: python _train_script.py OUT_DIR [--accumulate K] [--batch B] [--epochs E] [--raise-on-rank R]
+                                 [--stall-on-rank R]
 Writes OUT_DIR/rank{R}.json with the history, the weights' checksum and the all-reduce count,
 and a checkpoint OUT_DIR/ckpt.pt (rank 0).
 """
@@ -51,6 +52,22 @@ def count_allreduce(model) -> list:
     return calls
 
 
+class _Stall:
+    """Sleeps at the start of step 2, before that step's gradient all-reduce (a stalled rank)."""
+
+    def __new__(cls):
+        from sampan.callbacks import Callback
+
+        class Stall(Callback):
+            def on_train_batch_begin(self, step, logs=None):
+                if step == 2:
+                    import time
+
+                    time.sleep(120)
+
+        return Stall()
+
+
 def main(argv=None) -> None:
     global ARGS
     p = argparse.ArgumentParser()
@@ -59,6 +76,7 @@ def main(argv=None) -> None:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--raise-on-rank", type=int, default=-1)
+    p.add_argument("--stall-on-rank", type=int, default=-1, help="this rank sleeps 120 s before step 2's all-reduce")
     ARGS = p.parse_args(argv)
     torch.set_num_threads(1)
     import sampan.distributed as sd
@@ -71,7 +89,9 @@ def main(argv=None) -> None:
 
         print(f"planted at {time.time()}", file=sys.stderr, flush=True)
         raise ValueError(f"planted failure on rank {rank}")
-    history = model.fit(digits(), batch_size=ARGS.batch, epochs=ARGS.epochs, shuffle=False, verbose=2)
+    callbacks = [_Stall()] if rank == ARGS.stall_on_rank else []
+    history = model.fit(digits(), batch_size=ARGS.batch, epochs=ARGS.epochs, shuffle=False, verbose=2,
+                        callbacks=callbacks)
     model.save(Path(ARGS.out) / "ckpt")
     weights = torch.cat([p.detach().flatten() for p in model.network.parameters()])
     Path(ARGS.out, f"rank{rank}.json").write_text(json.dumps({

@@ -73,3 +73,62 @@ def test_bad_nprocs_and_join_are_refused():
         sd.spawn(print, nprocs=0)
     with pytest.raises(ValueError, match=r"Expected `join` to be True"):
         sd.spawn(print, nprocs=2, join=False)
+
+
+def test_a_stalled_rank_is_named_by_the_rank_that_waited_and_by_the_launcher(tmp_path, train_script):
+    # rank 1 sleeps 120 s before step 2's gradient all-reduce; rank 0 gives up after 3 s
+    proc, _ = launch(["--nproc_per_node", "2", "--timeout", "3", train_script, str(tmp_path), "--stall-on-rank", "1"],
+                     timeout=100)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    assert re.search(r"DistributedError: A collective timed out after 3 s on rank 0: rank\(s\) \[1\] did not arrive\. "
+                     r"Last positions: rank 0: training, epoch 0 step 2; rank 1: after training epoch 0 step 1", output)
+    # torchrun's summary blames rank 0 (the first to fail); sampan launch's last word names the stalled rank
+    tail = output[output.rindex("Root Cause (first observed failure)"):]
+    assert "sampan launch: rank(s) [1] stalled" in tail and "rank(s) [0] gave up waiting" in tail, tail
+    assert not (tmp_path / "rank0.json").exists() and not (tmp_path / "rank1.json").exists()
+
+
+def test_a_stall_with_every_rank_at_the_same_step_blames_the_rank_that_did_not_wait():
+    start = time.time()
+    pattern = r"(?s)Rank 0 of 2 raised first.*timed out after 3 s on rank 0: rank\(s\) \[1\] did not arrive"
+    with pytest.raises(sd.DistributedError, match=pattern):
+        sd.spawn(_stall_inside_the_step, nprocs=2, threads=1, timeout=3)
+    assert time.time() - start < 55
+
+
+def _stall_inside_the_step():
+    import torch
+    import torch.distributed as dist
+
+    from sampan.distributed.watchdog import Heartbeat, watch
+
+    sd.init_parallel_env(timeout=3)
+    beat = Heartbeat()
+    beat.on_train_batch_begin(0)  # both ranks reach step 0; rank 1 then hangs inside it
+    with watch(2, timeout=3, grace=1):
+        if sd.get_rank() == 1:
+            time.sleep(60)
+        dist.all_reduce(torch.ones(1))
+
+
+def test_launch_timeout_needs_a_positive_number_of_seconds(capsys):
+    from sampan.distributed.launch import main
+
+    for argv, shown in ((["--timeout", "abc", "train.py"], "--timeout='abc'"), (["--timeout"], "--timeout=None"),
+                        (["--timeout=-5", "train.py"], "--timeout='-5'")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "Expected `--timeout` to be a" in err and f"Received: {shown}" in err and "HINT: write --timeout 120" in err
+
+
+def test_collectives_wait_minutes_by_default_not_half_an_hour(monkeypatch):
+    from sampan.distributed.env import TIMEOUT_ENV, timeout_seconds
+
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    assert timeout_seconds() <= 600
+    monkeypatch.setenv(TIMEOUT_ENV, "12")
+    assert timeout_seconds() == 12.0 and timeout_seconds(4) == 4.0
+    monkeypatch.setenv(TIMEOUT_ENV, "soon")
+    with pytest.raises(ValueError, match=r"Expected `SAMPAN_DIST_TIMEOUT` to be a positive number.*'soon'"):
+        timeout_seconds()

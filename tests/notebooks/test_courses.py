@@ -55,6 +55,13 @@ QUICK_RANGES: dict[str, dict[str, tuple]] = {
         "exercise_flattened": (True, True),
         "exercise_lenet_tf": (True, True),
     },
+    "02-intermediate/from_paddle": {
+        "paddle_habit_caught": (True, True),  # Paddle's [N, 1] labels stop fit with a pointer to the guide
+        "total_params": (61610, 61610),  # paddle.vision.models.LeNet's count
+        "test_acc": (0.9, 1.0),
+        "export_max_diff": (0.0, 1e-4),
+        "exercise_momentum_optimizer": (True, True),
+    },
     "02-intermediate/training_craft": {
         "best_lr": (0.03, 0.5),
         "sweep_best_val_loss": (0.0, 0.6),

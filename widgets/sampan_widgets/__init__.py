@@ -9,6 +9,7 @@ Example:
     >>> # display(live, monitor); model.fit(train, val, epochs=3, callbacks=[live, monitor])
 """
 from sampan_widgets.experiment import ExperimentPanel
+from sampan_widgets.experiments import RunCompare
 from sampan_widgets.live_curves import LiveCurves
 from sampan_widgets.profiler_view import ProfilerView
 from sampan_widgets.resource_monitor import ResourceMonitor
@@ -21,5 +22,6 @@ __all__ = [
     "LiveCurves",
     "ProfilerView",
     "ResourceMonitor",
+    "RunCompare",
     "SummaryView",
 ]

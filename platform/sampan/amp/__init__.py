@@ -18,6 +18,8 @@ from __future__ import annotations
 from sampan.amp.autocast import auto_cast
 from sampan.amp.doctor import AmpNonFiniteError, NanDoctor
 from sampan.amp.plugin import AmpConfig, AmpPrecision
+from sampan.amp.precision import PrecisionPlugin
 from sampan.amp.scaler import GradScaler, decorate
 
-__all__ = ["AmpConfig", "AmpNonFiniteError", "AmpPrecision", "GradScaler", "NanDoctor", "auto_cast", "decorate"]
+__all__ = ["AmpConfig", "AmpNonFiniteError", "AmpPrecision", "GradScaler", "NanDoctor", "PrecisionPlugin", "auto_cast",
+           "decorate"]

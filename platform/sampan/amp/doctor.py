@@ -1,7 +1,7 @@
 """The AMP NaN doctor: when the loss turns non-finite, find the module that produced it.
 
-While training, the doctor keeps only a reference to the last batch's inputs
-(one forward pre-hook on the root network). When a loss is NaN or infinite it
+While training, the AMP precision plugin keeps only a reference to the last
+batch's inputs (its ``convert_input`` hook, which the loop calls). When a loss is NaN or infinite it
 runs that batch again, under the same autocast and then in fp32, with a forward
 hook on every module (installed only for this diagnosis), and raises
 :class:`AmpNonFiniteError` naming the first module whose output was not finite,
@@ -10,12 +10,11 @@ the loss-scale history and what to do.
 from __future__ import annotations
 
 import contextlib
-import math
 from typing import Any, Callable
 
 import torch
 
-from sampan.callbacks.base import Callback
+from sampan.callbacks.terminate_on_nan import TerminateOnNaN
 from sampan.errors import NonFiniteLossError
 
 
@@ -73,47 +72,28 @@ def first_non_finite_module(network: torch.nn.Module, args: tuple, kwargs: dict,
     return found[0] if found else None
 
 
-class NanDoctor(Callback):
-    """Diagnoses a non-finite loss under AMP; ``Model.prepare(amp=...)`` adds it (``AmpConfig(doctor=False)``
-    leaves it out). It must run before ``TerminateOnNaN``.
+class NanDoctor(TerminateOnNaN):
+    """The NaN check under AMP: a :class:`~sampan.callbacks.TerminateOnNaN` whose error diagnoses the batch.
+    ``Model.prepare(amp=...)`` makes it the fit's NaN check (``AmpConfig(doctor=False)``: the plain one).
 
     Args:
-        precision: the AMP precision plugin (for its autocast, dtype and loss-scale history).
+        precision: the AMP precision plugin (for its autocast, dtype, loss-scale history and last inputs).
+        raise_error: raise (the default) rather than just set ``model.stop_training``.
     """
 
-    def __init__(self, precision: Any):
-        super().__init__()
+    def __init__(self, precision: Any, raise_error: bool = True):
+        super().__init__(raise_error=raise_error)
         self.precision = precision
-        self.epoch = 0
-        self._last: tuple[tuple, dict] | None = None
-        self._handle = None
-
-    def _capture(self, _module, args, kwargs):
-        self._last = (args, kwargs)
 
     def on_train_begin(self, logs=None):
-        self._remove()
-        self._handle = self.model._train_net.register_forward_pre_hook(self._capture, with_kwargs=True)
-
-    def _remove(self):
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
-        self._last = None
+        self.precision.last_inputs = None
 
     def on_train_end(self, logs=None):
-        self._remove()
+        self.precision.last_inputs = None
 
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch = epoch
-
-    def on_train_batch_end(self, step, logs=None):
-        loss = (logs or {}).get("loss")
-        if loss is None or math.isfinite(loss):
-            return
-        last = self._last
-        self._remove()
-        raise self.diagnose(step, loss, last)
+    def error(self, step: int, loss: float) -> AmpNonFiniteError:
+        last, self.precision.last_inputs = self.precision.last_inputs, None
+        return self.diagnose(step, loss, None if last is None else (tuple(last), {}))
 
     def diagnose(self, step: int, loss: float, last: tuple[tuple, dict] | None) -> AmpNonFiniteError:
         network, p = self.model.network, self.precision

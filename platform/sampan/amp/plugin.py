@@ -1,4 +1,4 @@
-"""The AMP ``Precision`` plugin that ``Model.prepare(amp=...)`` puts into the training loop.
+"""The AMP precision plugin that ``Model.prepare(amp=...)`` puts into the training loop.
 
 Every hook is the torch idiom: ``torch.autocast`` around the forward pass,
 ``GradScaler.scale(loss).backward()``, ``unscale_`` before clipping,
@@ -20,7 +20,7 @@ import torch
 from sampan.amp.autocast import as_dtype, auto_cast, check_level
 from sampan.amp.scaler import GradScaler, decorate, load_master_state, master_state
 from sampan.errors import bad_argument
-from sampan.hapi.plugins import Precision
+from sampan.amp.precision import PrecisionPlugin
 
 _SHORT = {"bf16": "bfloat16", "fp16": "float16", "bfloat16": "bfloat16", "float16": "float16"}
 
@@ -60,7 +60,7 @@ class AmpConfig:
         self.custom_black_list = tuple(self.custom_black_list or ())
 
 
-class AmpPrecision(Precision):
+class AmpPrecision(PrecisionPlugin):
     """Autocast + (for fp16) dynamic loss scaling, + (at O2) half parameters with fp32 masters."""
 
     def __init__(self, config: AmpConfig, device: torch.device):
@@ -76,6 +76,7 @@ class AmpPrecision(Precision):
             self.scale_history.append((0, float(config.init_loss_scaling)))
         self._black: tuple = config.custom_black_list
         self._optimizer = None
+        self.last_inputs: list | None = None  # the last training batch's inputs, for the NaN doctor's replay
 
     def autocast(self) -> contextlib.AbstractContextManager:
         return auto_cast(True, self.config.custom_white_list, self._black, self.config.level, self.dtype,
@@ -90,6 +91,10 @@ class AmpPrecision(Precision):
             decorate(network, optimizer, "O2", self.dtype, master_weight=self.config.master_weight)
         self._optimizer = optimizer
         return network, optimizer
+
+    def convert_input(self, inputs: list) -> list:
+        self.last_inputs = inputs
+        return inputs
 
     def backward(self, loss: torch.Tensor) -> None:
         self.scaler.scale(loss).backward()
@@ -115,10 +120,10 @@ class AmpPrecision(Precision):
         scale = self.scaler.get_scale() if self.scaler.is_enabled() else 1.0
         return {"loss_scale": float(scale), "skipped_steps": self.skipped_steps}
 
-    def callbacks(self) -> list:
+    def nan_check(self) -> Any:
         from sampan.amp.doctor import NanDoctor
 
-        return [NanDoctor(self)] if self.config.doctor else []
+        return NanDoctor(self) if self.config.doctor else super().nan_check()
 
     def state_dict(self) -> dict:
         masters = master_state(self._optimizer) if self._optimizer is not None else []
@@ -149,9 +154,29 @@ def _placement(device: torch.device) -> torch.device:
     return device
 
 
-def make_precision(amp: Any, device: torch.device) -> Precision:
+_PADDLE_KEYS = {"use_pure_fp16": "level='O2'", "use_fp16_guard": "custom_black_list=[...] (no fp16 guard in eager)",
+                "incr_ratio": "sampan.amp.GradScaler(incr_ratio=...) in your own loop",
+                "decr_ratio": "sampan.amp.GradScaler(decr_ratio=...) in your own loop",
+                "decr_every_n_nan_or_inf": "sampan.amp.GradScaler(...) in your own loop",
+                "use_dynamic_loss_scaling": "dtype='bfloat16' (it needs no loss scaling)",
+                "custom_black_varnames": "custom_black_list=['module.name']"}
+
+
+def _checked_keys(amp: dict) -> dict:
+    """Refuses keys ``AmpConfig`` lacks with a ValueError naming ``amp`` and Sampan's spelling of Paddle's keys."""
+    known = [f.name for f in dataclasses.fields(AmpConfig)]
+    unknown = [k for k in amp if k not in known]
+    if unknown:
+        spelled = "; ".join(f"{k} -> {_PADDLE_KEYS[k]}" for k in unknown if k in _PADDLE_KEYS)
+        raise ValueError(bad_argument("amp", amp, f"a dict whose keys are among {known}",
+                                      f"unknown key(s) {unknown}" + (f"; in Sampan write {spelled}" if spelled else "")
+                                      + "; see docs/MIGRATING_FROM_PADDLE.md (Mixed precision)"))
+    return amp
+
+
+def make_precision(amp: Any, device: torch.device) -> PrecisionPlugin:
     """``"bf16"``, ``"fp16"``, ``True`` (bf16), a dict of :class:`AmpConfig` fields or an ``AmpConfig``."""
-    if isinstance(amp, Precision):
+    if isinstance(amp, PrecisionPlugin):
         return amp
     if amp is True:
         amp = "bf16"
@@ -160,7 +185,7 @@ def make_precision(amp: Any, device: torch.device) -> Precision:
     elif isinstance(amp, str) and amp.upper() in ("O1", "O2"):
         config = AmpConfig(level=amp.upper())
     elif isinstance(amp, dict):
-        config = AmpConfig(**amp)
+        config = AmpConfig(**_checked_keys(amp))
     elif isinstance(amp, AmpConfig):
         config = amp
     else:

@@ -1,8 +1,9 @@
 """``sampan bench``: ratios measured side by side in one run.
 
-Each suite is a module ``sampan.bench.<suite>`` exposing
-``run(quick: bool = False) -> dict`` that measures, prints a table and returns
-its figures. ``sampan bench`` with no suite runs them all.
+Each suite is a module (``sampan.bench.<suite>``, or the one named in
+:data:`SUITE_MODULES`) exposing ``run(quick: bool = False) -> dict`` that
+measures, prints a table and returns its figures. ``sampan bench`` with no
+suite runs them all.
 """
 from __future__ import annotations
 
@@ -14,3 +15,6 @@ SUITES = {
     "compress": "fp32 vs int8 vs pruned: size, latency, accuracy",
     "widgets": "fit with and without ResourceMonitor and LiveCurves",
 }
+
+# suites that live elsewhere: the widgets benchmark sits beside the widgets, since platform/ never imports them
+SUITE_MODULES = {suite: f"sampan.bench.{suite}" for suite in SUITES} | {"widgets": "sampan_widgets.bench"}

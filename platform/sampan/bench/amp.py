@@ -2,7 +2,7 @@
 
 One training step (forward, backward, optimizer step) of a matmul-heavy model,
 timed interleaved with :func:`sampan.bench._timing.interleaved`, with the
-``Precision`` plugin that ``Model.prepare(amp=...)`` uses, so the figure is what
+``PrecisionPlugin`` that ``Model.prepare(amp=...)`` uses, so the figure is what
 ``fit`` gets. On CPU: a 6x1024 MLP at batch 256. On CUDA: the same MLP at
 batch 4096 and a transformer encoder.
 """
@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 
 from sampan.bench._timing import interleaved, print_table
-from sampan.hapi.plugins import Precision
+from sampan.amp.precision import PrecisionPlugin
 
 
 def mlp(width: int = 1024, depth: int = 6) -> torch.nn.Module:
@@ -34,7 +34,7 @@ class _Encoder(torch.nn.Module):
         return self.head(self.encoder(x).mean(1))
 
 
-def _step_fn(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, precision: Precision) -> Callable[[], None]:
+def _step_fn(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, precision: PrecisionPlugin) -> Callable[[], None]:
     opt = torch.optim.SGD(net.parameters(), lr=1e-3)
     net, opt = precision.setup(net, opt)
     params = [p for g in opt.param_groups for p in g["params"]]
@@ -57,7 +57,7 @@ def _compare(name: str, build: Callable[[], torch.nn.Module], x: torch.Tensor, y
     from sampan.amp.plugin import make_precision
 
     device = x.device
-    fns = {"fp32": _step_fn(build().to(device), x, y, Precision())}
+    fns = {"fp32": _step_fn(build().to(device), x, y, PrecisionPlugin())}
     for dt in dtypes:
         fns[dt] = _step_fn(build().to(device), x, y, make_precision(dt, device))
     times = interleaved(fns, repeat=repeat, warmup=2)

@@ -1,16 +1,22 @@
 """``sampan bench compress``: fp32 against int8 (dynamic and static) and pruned models, side by side.
 
-Three sections, each measured in one process with interleaved timing (one thread for torch and
-ONNX Runtime alike, batch 1 on the CPU):
+Every table is measured in one process with interleaved timing (one thread for torch and ONNX
+Runtime alike, on the CPU). Latency ratios compare like with like: ``x fp32 (same runtime)`` divides
+each row by the fp32 row *of its own runtime* (torch or ONNX Runtime); a row name says its runtime
+and, for torch, its kernels:
 
-* **dynamic int8**, a Linear-heavy MLP (64 -> 3 x 1024 -> 10) trained on the digits data:
-  fp32 eager, int8 weights in torch (``quantize_dynamic``), fp32 and int8 in ONNX Runtime
-  (``sampan.onnx.export`` / ``sampan.quantization.export_onnx``).
-* **static int8**, LeNet on 28x28 digits: fp32 against ``PTQ`` (torch reference and ONNX Runtime).
-* **structured pruning**, the same LeNet: sensitivity, ``prune_to_flops(0.5)``, a short fine-tune.
+* ``reference kernels``: the portable int8 model as ``quantize_dynamic`` / ``PTQ.convert`` return
+  it (int8 weights, dequantized on every call: slower than fp32);
+* ``int8 kernels``: the same model through :func:`sampan.quantization.compile_int8` (inductor's
+  int8 GEMMs and oneDNN int8 convolutions).
 
-Goals (issue 5): int8 size <= 0.3x fp32, int8 CPU latency <= 0.7x fp32 on the Linear-heavy model,
-accuracy drop <= 1 point; pruning of 50% FLOPs within 1 point after a short fine-tune.
+Sections: **dynamic int8** of a Linear-heavy MLP (64 -> 3 x 1024 -> 10) at batch 1 and 32;
+**static int8** (PTQ) of LeNet on 28x28 digits at batch 1 and 32 and of resnet18 (one input
+channel, digits upsampled to 64x64) at batch 32; **structured pruning** of LeNet.
+
+Goals (issues 5 and 14): int8 size <= 0.3x fp32; int8 in torch <= 0.7x fp32 in torch (the MLP at
+batch 1 and 32, LeNet and resnet18 at batch 32); int8 in ONNX Runtime never slower than fp32 in
+ONNX Runtime; accuracy drop <= 1 point; pruning of 50% FLOPs within 1 point after a short fine-tune.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from torch import nn
 from sampan.bench._timing import print_table
 
 COLUMNS = ["model", "size_mb", "size_x", "params", "flops_x", "latency_ms", "latency_x", "metric"]
+INT8_COLUMNS = ["model", "size_mb", "size_x", "latency_ms", "x fp32 (same runtime)", "metric"]
 
 
 def _data(size: int):
@@ -44,23 +51,57 @@ def _fit(net: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int, lr: floa
     return net.eval()
 
 
-def _accuracy(x: torch.Tensor, y: torch.Tensor):
+def _accuracy(x: torch.Tensor, y: torch.Tensor, batch: int = 128):
     def accuracy(model) -> float:
         with torch.inference_mode():
-            return 100.0 * float((torch.cat([model(b) for b in x.split(128)]).argmax(1) == y).float().mean())
+            return 100.0 * float((torch.cat([model(b) for b in x.split(batch)]).argmax(1) == y).float().mean())
     return accuracy
 
 
-def _report(title: str, models: dict, example: torch.Tensor, accuracy, repeat: int) -> dict:
+class _Served:
+    """A compiled int8 model as the report sees it: timed and scored, sized as the int8 model it serves."""
+
+    def __init__(self, compiled, reference: nn.Module):
+        from sampan.pruning.report import size_on_disk
+
+        self.compiled, self.bytes = compiled, size_on_disk(reference)
+
+    def __call__(self, *inputs):
+        return self.compiled(*inputs)
+
+    def size_bytes(self) -> int:
+        return self.bytes
+
+
+def _runtime(name: str) -> str:
+    return name.rsplit("(", 1)[-1].split(",")[0].rstrip(")")
+
+
+def _report(title: str, models: dict, example: torch.Tensor, accuracy, repeat: int, columns=COLUMNS) -> dict:
     from sampan.pruning import compression_report
     report = compression_report(models, example, accuracy, repeat=repeat, warmup=3)
-    print_table(title, report.rows, COLUMNS)
-    return {row["model"]: {k: row.get(k) for k in COLUMNS[1:]} for row in report.rows}
+    fp32: dict[str, float] = {}
+    for row in report.rows:  # the first row of each runtime is its fp32 model
+        fp32.setdefault(_runtime(row["model"]), row["latency_ms"])
+        row["x fp32 (same runtime)"] = row["latency_ms"] / fp32[_runtime(row["model"])]
+    print_table(title, report.rows, columns)
+    return {row["model"]: {k: row.get(k) for k in [*COLUMNS[1:], "x fp32 (same runtime)"]} for row in report.rows}
+
+
+def _int8_rows(net: nn.Module, qnet: nn.Module, fp32_onnx=None, int8_onnx=None, kind: str = "dynamic") -> dict:
+    from sampan.quantization import OnnxModel, compile_int8
+
+    models = {"fp32 (torch)": net, f"int8 {kind} (torch, reference kernels)": qnet,
+              f"int8 {kind} (torch, int8 kernels)": _Served(compile_int8(qnet), qnet)}
+    if fp32_onnx is not None:
+        models.update({"fp32 (onnxruntime)": OnnxModel(fp32_onnx, threads=1),
+                       f"int8 {kind} (onnxruntime)": OnnxModel(int8_onnx, threads=1)})
+    return models
 
 
 def _dynamic(tmp: Path, quick: bool, repeat: int) -> dict:
     import sampan
-    from sampan.quantization import OnnxModel, export_onnx, quantize_dynamic
+    from sampan.quantization import export_onnx, quantize_dynamic
 
     xtr, ytr, xte, yte = (t.flatten(1) if t.is_floating_point() else t for t in _data(8))
     torch.manual_seed(0)
@@ -71,28 +112,46 @@ def _dynamic(tmp: Path, quick: bool, repeat: int) -> dict:
     spec = [sampan.InputSpec([None, 64], name="x")]
     fp32_onnx = sampan.onnx.export(net, tmp / "mlp_fp32", spec)
     int8_onnx = export_onnx(qnet, tmp / "mlp_int8", spec)
-    models = {"fp32 (torch)": net, "int8 dynamic (torch)": qnet,
-              "fp32 (onnxruntime)": OnnxModel(fp32_onnx, threads=1),
-              "int8 dynamic (onnxruntime)": OnnxModel(int8_onnx, threads=1)}
-    return _report("dynamic int8: Linear-heavy MLP on digits, batch 1", models, xte[:1], _accuracy(xte, yte), repeat)
+    models = _int8_rows(net, qnet, fp32_onnx, int8_onnx)
+    return {batch: _report(f"dynamic int8: Linear-heavy MLP on digits, batch {batch}", models, xte[:batch],
+                           _accuracy(xte, yte, 32), repeat, INT8_COLUMNS) for batch in (1, 32)}
+
+
+def _ptq(net: nn.Module, x: torch.Tensor) -> nn.Module:
+    from sampan.quantization import PTQ
+
+    ptq = PTQ()
+    observed = ptq.quantize(net, x[:2])
+    ptq.calibrate(observed, x.split(64), batches=8)
+    return ptq.convert(observed)
 
 
 def _static(tmp: Path, quick: bool, repeat: int, lenet: nn.Module, data) -> dict:
     import sampan
-    from sampan.quantization import PTQ, OnnxModel, export_onnx
+    from sampan.quantization import export_onnx
 
     xtr, _, xte, yte = data
-    ptq = PTQ()
-    observed = ptq.quantize(lenet, xtr[:2])
-    ptq.calibrate(observed, xtr.split(64), batches=8)
-    qnet = ptq.convert(observed)
+    qnet = _ptq(lenet, xtr)
     spec = [sampan.InputSpec([None, 1, 28, 28], name="image")]
     fp32_onnx = sampan.onnx.export(lenet, tmp / "lenet_fp32", spec)
     int8_onnx = export_onnx(qnet, tmp / "lenet_int8", spec, examples=(xte[:16],))
-    models = {"fp32 (torch)": lenet, "int8 static PTQ (torch)": qnet,
-              "fp32 (onnxruntime)": OnnxModel(fp32_onnx, threads=1),
-              "int8 static PTQ (onnxruntime)": OnnxModel(int8_onnx, threads=1)}
-    return _report("static int8: LeNet on digits 28x28, batch 1", models, xte[:1], _accuracy(xte, yte), repeat)
+    models = _int8_rows(lenet, qnet, fp32_onnx, int8_onnx, kind="static PTQ")
+    return {batch: _report(f"static int8: LeNet on digits 28x28, batch {batch}", models, xte[:batch],
+                           _accuracy(xte, yte, 32), repeat, INT8_COLUMNS) for batch in (1, 32)}
+
+
+def _resnet(quick: bool) -> dict:
+    from sampan.vision.models import resnet18
+
+    xtr, ytr, xte, yte = _data(28)
+    up = lambda t: nn.functional.interpolate(t, size=64, mode="bilinear", align_corners=False)  # noqa: E731
+    xtr, xte = up(xtr), up(xte)
+    torch.manual_seed(0)
+    net = _fit(resnet18(num_classes=10, in_channels=1), xtr, ytr, epochs=1 if quick else 3)
+    qnet = _ptq(net, xtr)
+    models = _int8_rows(net, qnet, kind="static PTQ")
+    return {32: _report("static int8: resnet18 on digits 64x64, batch 32", models, xte[:32], _accuracy(xte, yte, 32),
+                        3 if quick else 10, INT8_COLUMNS)}
 
 
 def _pruned(quick: bool, repeat: int, lenet: nn.Module, data) -> dict:
@@ -111,7 +170,7 @@ def _pruned(quick: bool, repeat: int, lenet: nn.Module, data) -> dict:
 
 
 def run(quick: bool = False) -> dict:
-    """Measures every section; returns ``{section: {model: figures}, "goals": {...}}``."""
+    """Measures every section; returns ``{section: {batch: {model: figures}}, "goals": {...}}``."""
     from sampan.vision.models import LeNet
 
     threads = torch.get_num_threads()
@@ -124,24 +183,37 @@ def run(quick: bool = False) -> dict:
             torch.manual_seed(0)
             lenet = _fit(LeNet(num_classes=10), data[0], data[1], epochs=2 if quick else 6)
             static = _static(Path(tmp), quick, repeat, lenet, data)
+            resnet = _resnet(quick)
             pruned = _pruned(quick, repeat, lenet, data)
     finally:
         torch.set_num_threads(threads)
-    fp32, int8 = dyn["fp32 (torch)"], dyn["int8 dynamic (onnxruntime)"]
-    goals = {
-        "int8 size <= 0.3x": int8["size_x"] <= 0.3,
-        "int8 latency <= 0.7x (Linear-heavy, vs fp32 torch)": int8["latency_x"] <= 0.7,
-        "int8 accuracy drop <= 1 point": fp32["metric"] - int8["metric"] <= 1.0,
-        "static int8 accuracy drop <= 1 point":
-            static["fp32 (torch)"]["metric"] - static["int8 static PTQ (onnxruntime)"]["metric"] <= 1.0,
-        "pruning 50% FLOPs": pruned["pruned 50% FLOPs"]["flops_x"] <= 0.5 + 1e-9,
-        "pruned accuracy drop <= 1 point after fine-tune":
-            pruned["fp32"]["metric"] - pruned["pruned + fine-tune"]["metric"] <= 1.0,
-    }
+    goals = _goals(dyn, static, resnet, pruned)
     print("\n### goals\n")
     for goal, ok in goals.items():
         print(f"- {'met' if ok else 'MISSED'}: {goal}")
-    return {"dynamic": dyn, "static": static, "pruning": pruned, "goals": goals}
+    return {"dynamic": dyn, "static": static, "resnet18": resnet, "pruning": pruned, "goals": goals}
+
+
+def _goals(dyn: dict, static: dict, resnet: dict, pruned: dict) -> dict:
+    same = "x fp32 (same runtime)"
+    fast = {"dynamic": "int8 dynamic (torch, int8 kernels)", "static": "int8 static PTQ (torch, int8 kernels)"}
+    goals = {"int8 size <= 0.3x": dyn[1][fast["dynamic"]]["size_x"] <= 0.3}
+    for batch in (1, 32):
+        goals[f"MLP dynamic int8 in torch <= 0.7x fp32 in torch, batch {batch}"] = dyn[batch][fast["dynamic"]][same] <= 0.7
+    goals["LeNet static int8 in torch <= 0.7x fp32 in torch, batch 32"] = static[32][fast["static"]][same] <= 0.7
+    goals["resnet18 static int8 in torch <= 0.7x fp32 in torch, batch 32"] = resnet[32][fast["static"]][same] <= 0.7
+    for section, kind in ((dyn, "dynamic"), (static, "static PTQ")):
+        for batch, rows in section.items():
+            name = f"int8 {kind} (onnxruntime)"
+            goals[f"{name} not slower than fp32 (onnxruntime), batch {batch}"] = rows[name][same] <= 1.0
+    for section, label in ((dyn, "MLP"), (static, "LeNet"), (resnet, "resnet18")):
+        rows = section[32]
+        worst = min(r["metric"] for k, r in rows.items() if "int8" in k)
+        goals[f"{label} int8 accuracy drop <= 1 point"] = rows["fp32 (torch)"]["metric"] - worst <= 1.0
+    goals["pruning 50% FLOPs"] = pruned["pruned 50% FLOPs"]["flops_x"] <= 0.5 + 1e-9
+    goals["pruned accuracy drop <= 1 point after fine-tune"] = (
+        pruned["fp32"]["metric"] - pruned["pruned + fine-tune"]["metric"] <= 1.0)
+    return goals
 
 
 if __name__ == "__main__":  # pragma: no cover

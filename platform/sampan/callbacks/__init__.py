@@ -7,6 +7,9 @@ from sampan.callbacks.lr_scheduler import LRScheduler
 from sampan.callbacks.model_checkpoint import ModelCheckpoint
 from sampan.callbacks.progress import ProgressBar
 from sampan.callbacks.terminate_on_nan import TerminateOnNaN
+from sampan.callbacks.visualdl import VisualDL
+
+ProgBarLogger = ProgressBar  # Paddle's name
 
 __all__ = [
     "CSVLogger",
@@ -16,6 +19,8 @@ __all__ = [
     "History",
     "LRScheduler",
     "ModelCheckpoint",
+    "ProgBarLogger",
     "ProgressBar",
     "TerminateOnNaN",
+    "VisualDL",
 ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 
-from sampan.callbacks._monitor import Mode, Monitor
+from sampan.callbacks._tracker import BestTracker, Mode
 from sampan.callbacks.base import Callback
 from sampan.errors import bad_argument
 
@@ -29,7 +29,7 @@ class EarlyStopping(Callback):
         super().__init__()
         if not isinstance(patience, int) or patience < 0:
             raise ValueError(bad_argument("patience", patience, "an int >= 0"))
-        self.tracker = Monitor(monitor, mode, min_delta)
+        self.tracker = BestTracker(monitor, mode, min_delta)
         if baseline is not None:
             self.tracker.best = float(baseline)
         self.patience = patience

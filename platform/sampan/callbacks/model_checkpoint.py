@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sampan.callbacks._monitor import Mode, Monitor
+from sampan.callbacks._tracker import BestTracker, Mode
 from sampan.callbacks.base import Callback
 from sampan.errors import bad_argument
 
@@ -39,7 +39,7 @@ class ModelCheckpoint(Callback):
         self.save_freq = save_freq
         self.save_best_only = save_best_only
         self.save_final = save_final
-        self.tracker = Monitor(monitor, mode) if monitor else None
+        self.tracker = BestTracker(monitor, mode) if monitor else None
         self.saved: list[Path] = []
 
     def on_epoch_end(self, epoch, logs=None):

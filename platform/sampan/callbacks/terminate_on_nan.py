@@ -10,6 +10,9 @@ from sampan.errors import NonFiniteLossError
 class TerminateOnNaN(Callback):
     """Raises :class:`sampan.errors.NonFiniteLossError` (or only stops) when the loss is NaN or infinite.
 
+    The one NaN check of a fit: ``fit`` adds the precision plugin's (this class, or under AMP the
+    :class:`sampan.amp.NanDoctor` subclass that diagnoses the batch) unless one is among the callbacks.
+
     Args:
         raise_error: raise (the default) rather than just set ``model.stop_training``.
 
@@ -30,11 +33,17 @@ class TerminateOnNaN(Callback):
         loss = (logs or {}).get("loss")
         if loss is None or math.isfinite(loss):
             return
-        self.message = (
+        self.model.stop_training = True
+        error = self.error(step, loss)
+        self.message = str(error)
+        if self.raise_error:
+            raise error
+
+    def error(self, step: int, loss: float) -> NonFiniteLossError:
+        """The exception for a non-finite loss; :class:`sampan.amp.NanDoctor` overrides it to diagnose."""
+        message = (
             f"The loss became {loss} at epoch {self.epoch + 1}, batch {step} (global step "
             f"{getattr(self.model, 'global_step', '?')}). HINT: lower the learning rate, clip gradients with "
             f"prepare(grad_clip=1.0), check the inputs for NaN/inf, or use amp='bf16' rather than 'fp16'."
         )
-        self.model.stop_training = True
-        if self.raise_error:
-            raise NonFiniteLossError(self.message, epoch=self.epoch, step=step, value=loss)
+        return NonFiniteLossError(message, epoch=self.epoch, step=step, value=loss)

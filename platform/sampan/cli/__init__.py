@@ -22,17 +22,15 @@ COMMANDS = {
     "launch": ("sampan.cli.launch", "run a script on several processes or nodes with torchrun"),
     "export": ("sampan.cli.export", "export a checkpoint to pt2, aoti or onnx"),
     "bench": ("sampan.cli.bench", "side-by-side benchmarks (ratios measured in one run)"),
+    "publish": ("sampan.cli.publish", "publish your notebook as a Voila dashboard in your gallery"),
+    "hub": ("sampan.cli.hub", "JupyterHub for a class on one machine (127.0.0.1 by default)"),
+    "sweep": ("sampan.cli.sweep", "an Optuna sweep over a notebook's parameters, every trial a recorded run"),
+    "job": ("sampan.cli.job", "background notebook jobs that outlive the kernel: run, list, logs, cancel"),
 }
 
 
 def _load(command: str):
-    module, _ = COMMANDS[command]
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            return None
-        raise
+    return importlib.import_module(COMMANDS[command][0])
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -40,9 +38,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sampan {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
-        mod = _load(name) if only in (None, name) else None
-        if mod is not None:
-            mod.add_parser(sub)
+        if only in (None, name):
+            _load(name).add_parser(sub)
         else:
             sub.add_parser(name, help=help_text, add_help=False)
     return parser
@@ -51,7 +48,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `sampan launch` passes everything after it to torchrun untouched
-    if argv[:1] == ["launch"] and _load("launch") is not None:
+    if argv[:1] == ["launch"]:
         return int(_load("launch").main(argv[1:]) or 0)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only=command if command in COMMANDS else None)
@@ -59,11 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    mod = _load(args.command)
-    if mod is None:
-        print(f"sampan {args.command}: not available in this version.", file=sys.stderr)
-        return 2
-    return int(mod.run(args) or 0)
+    return int(_load(args.command).run(args) or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

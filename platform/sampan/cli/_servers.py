@@ -1,6 +1,8 @@
 """Helpers shared by ``sampan lab`` and ``sampan dashboard``: where the courses are, ports, the kernel."""
 from __future__ import annotations
 
+import os
+import secrets
 import socket
 import sys
 from pathlib import Path
@@ -27,6 +29,30 @@ def free_port(preferred: int | None = None) -> int:
                 continue
             return sock.getsockname()[1]
     raise OSError("no free port on 127.0.0.1")  # pragma: no cover
+
+
+def new_token(env_var: str) -> str:
+    """The server's access token: ``$env_var`` when set, else a random one (never read from a command line)."""
+    return os.environ.get(env_var) or secrets.token_hex(24)
+
+
+def server_env(token: str) -> dict[str, str]:
+    """This environment plus ``JUPYTER_TOKEN``: how the token reaches the server.
+
+    ``/proc/PID/cmdline`` is readable by every local user while ``/proc/PID/environ`` is readable
+    only by the process owner, so the token travels in the environment, never as an argument.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN_FILE"}
+    env["JUPYTER_TOKEN"] = token
+    return env
+
+
+def refuse_token_argument(command: str, env_var: str) -> int:
+    """``--token VALUE`` would put the secret on the command line, visible to every user: say what to do."""
+    print(f"sampan {command}: --token is not accepted: a token on the command line is readable by every user of "
+          f"this machine (/proc/PID/cmdline). HINT: set it in the environment instead: "
+          f"{env_var}=... sampan {command} (or let Sampan make a random one).", file=sys.stderr)
+    return 2
 
 
 def ensure_kernel() -> None:

@@ -2,7 +2,9 @@
 
 Voilà's security defaults are passed explicitly: sources are stripped from the
 page, tracebacks are not sent to the browser, and the browser may not send
-execution requests (Voilà only forwards widget messages to the kernel).
+execution requests (Voilà only forwards widget messages to the kernel). The page
+needs a token (random unless ``$SAMPAN_DASHBOARD_TOKEN`` gives one), which reaches
+Voilà through its environment (``JUPYTER_TOKEN``), never on a command line.
 
 Examples:
     sampan dashboard digit_playground
@@ -14,6 +16,8 @@ import argparse
 import os
 import sys
 from pathlib import Path
+
+from sampan.cli._args import port as port_type
 
 
 def dashboards() -> dict[str, Path]:
@@ -28,13 +32,17 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("dashboard", help="serve one Voila dashboard from notebooks/dashboards/",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", nargs="?", default=None, help="dashboard name (omit to list them)")
-    parser.add_argument("--port", type=int, default=8866, help="port (the next free one when taken; default 8866)")
+    parser.add_argument("--port", type=port_type, default=8866, help="port (the next free one when taken; default 8866)")
     parser.add_argument("--open", action="store_true", help="open a web browser")
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    parser.add_argument("--token", default=None, help=argparse.SUPPRESS)  # refused: see _servers.refuse_token_argument
 
 
 def command(notebook: Path, *, port: int, open_browser: bool = False) -> list[str]:
-    """The ``voila`` command line for one dashboard, with the security settings spelled out."""
+    """The ``voila`` command line for one dashboard, with the security settings spelled out.
+
+    ``auto_token`` makes Voilà require a token, which it reads from ``JUPYTER_TOKEN`` (``server_env``).
+    """
     return [
         sys.executable, "-m", "voila", str(notebook),
         "--Voila.ip=127.0.0.1",
@@ -43,13 +51,16 @@ def command(notebook: Path, *, port: int, open_browser: bool = False) -> list[st
         "--VoilaConfiguration.strip_sources=True",
         "--VoilaConfiguration.show_tracebacks=False",
         "--VoilaConfiguration.file_allowlist=[]",
+        "--Voila.auto_token=True",
         "--theme=light",
     ]
 
 
 def run(args) -> int:
-    from sampan.cli._servers import ensure_kernel, free_port
+    from sampan.cli._servers import ensure_kernel, free_port, new_token, refuse_token_argument, server_env
 
+    if args.token is not None:
+        return refuse_token_argument("dashboard", "SAMPAN_DASHBOARD_TOKEN")
     try:
         found = dashboards()
     except FileNotFoundError as exc:
@@ -70,7 +81,8 @@ def run(args) -> int:
         print(" ".join(cmd))
         return 0
     ensure_kernel()
-    print(f"Sampan dashboard {args.name}: http://127.0.0.1:{port}/", flush=True)
+    token = new_token("SAMPAN_DASHBOARD_TOKEN")
+    print(f"Sampan dashboard {args.name}: http://127.0.0.1:{port}/?token={token}", flush=True)
     sys.stderr.flush()
-    os.execv(sys.executable, cmd)  # Voilà replaces this process
+    os.execve(sys.executable, cmd, server_env(token))  # Voilà replaces this process; the token is in its environment
     return 0  # pragma: no cover

@@ -22,7 +22,8 @@ def add_parser(sub) -> None:
     p.add_argument("--format", choices=["pt2", "aoti", "onnx"], default="pt2", help="what to write (default pt2)")
     p.add_argument("--input-spec", action="append", default=[], metavar="SPEC", help=_SPEC_HELP)
     p.add_argument("--network", metavar="MODULE:FACTORY",
-                   help="builds the network, e.g. sampan.vision.models:LeNet (not needed for a .pt2)")
+                   help="builds the network, e.g. sampan.vision.models:LeNet (not needed for a .pt2); "
+                        "IMPORTS AND RUNS that Python module: name only code you trust (see docs/SECURITY.md)")
     p.add_argument("--output", metavar="PREFIX", help="output prefix (default: the checkpoint path without suffix)")
     p.add_argument("--output-name", action="append", default=None, metavar="NAME", help="output name(s)")
     p.add_argument("--no-verify", action="store_true", help="skip the comparison with eager")
@@ -57,29 +58,44 @@ def _build_network(factory: str | None, checkpoint: Path):
     if not factory or ":" not in factory:
         raise ValueError(bad_argument("--network", factory, "MODULE:FACTORY that builds the network",
                                       "write --network sampan.vision.models:LeNet"))
-    module_name, attr = factory.split(":", 1)
-    network = getattr(importlib.import_module(module_name), attr)()
+    network = _load_factory(factory)()
     state = _read_state(checkpoint, torch)
     network.load_state_dict(state)
     return network.eval()
 
 
-def _read_state(checkpoint: Path, torch) -> dict:
-    from sampan.errors import CheckpointError
+def _load_factory(factory: str):
+    """The callable named by ``MODULE:FACTORY``; a missing module or name is refused naming it."""
+    from sampan.errors import bad_argument
 
+    module_name, attr = factory.split(":", 1)
+    form = "MODULE:FACTORY, an importable module and a callable in it that builds the network"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        itself = exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + "."))
+        why = (f"there is no module named {exc.name!r}" if itself
+               else f"importing {module_name!r} needs {exc.name!r}, which is not installed")
+        raise ValueError(bad_argument(
+            "--network", factory, form, f"{why}; check the spelling, install the package that provides it, or run "
+            "from the folder that holds the module, e.g. --network sampan.vision.models:LeNet")) from None
+    built = getattr(module, attr, None)
+    if not callable(built):
+        public = sorted(n for n, v in vars(module).items()
+                        if not n.startswith("_") and callable(v) and getattr(v, "__module__", "") == module_name)[:12]
+        raise ValueError(bad_argument(
+            "--network", factory, form, f"module {module_name!r} has no callable {attr!r}; "
+            f"it has {', '.join(public) or 'none'}; e.g. --network sampan.vision.models:LeNet"))
+    return built
+
+
+def _read_state(checkpoint: Path, torch) -> dict:
     if not checkpoint.is_file():
         raise FileNotFoundError(f"Expected CHECKPOINT to be a file. Received: {str(checkpoint)!r}, which does not "
                                 "exist. HINT: pass the path written by model.save() or torch.save(state_dict).")
-    try:
-        payload = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise CheckpointError(f"Could not read {str(checkpoint)!r}: {exc}", path=str(checkpoint)) from exc
-    if isinstance(payload, dict) and isinstance(payload.get("model"), dict):
-        return payload["model"]  # a Sampan training checkpoint
-    if isinstance(payload, dict) and all(isinstance(v, torch.Tensor) for v in payload.values()):
-        return payload
-    raise CheckpointError(f"{str(checkpoint)!r} holds neither a Sampan checkpoint nor a state_dict.",
-                          path=str(checkpoint))
+    from sampan.hapi.checkpoint import read_state_dict
+
+    return read_state_dict(checkpoint)  # weights_only=True; its errors never advise loading unsafely
 
 
 def _from_pt2(path: Path, specs):

@@ -3,7 +3,9 @@
 The spec lives in ``kernels/sampan/`` (``kernel.json`` and two logos). Installing
 copies it with ``argv[0]`` replaced by :data:`sys.executable`, so lessons that
 name the ``sampan`` kernel run in the environment Sampan is installed in.
-``SAMPAN_DATA`` and ``OMP_NUM_THREADS`` pass through from whoever starts the
+Inside a virtualenv (or conda environment) the spec goes into that environment
+(``--sys-prefix``), elsewhere into the user's folder (``--user``); never system-wide
+unless ``--prefix`` says so. ``SAMPAN_DATA`` and ``OMP_NUM_THREADS`` pass through from whoever starts the
 kernel (JupyterLab, papermill) unless pinned with ``--data-dir`` / ``--threads``.
 """
 from __future__ import annotations
@@ -101,8 +103,7 @@ def run(args) -> int:
     if getattr(args, "kernel_command", None) != "install":
         print("usage: sampan kernel install [--user | --sys-prefix | --prefix DIR]", file=sys.stderr)
         return 2
-    prefix = sys.prefix if args.sys_prefix else args.prefix
-    user = bool(args.user) or (prefix is None and not _in_virtualenv())
+    user, prefix = install_target(user=bool(args.user), sys_prefix=bool(args.sys_prefix), prefix=args.prefix)
     try:
         dest = install(user=user, prefix=prefix, threads=args.threads, data_dir=args.data_dir)
     except ValueError as exc:
@@ -111,6 +112,22 @@ def run(args) -> int:
     print(f"Installed kernel spec '{KERNEL_NAME}' ({DISPLAY_NAME}) in {dest}")
     print(f"  python: {sys.executable}")
     return 0
+
+
+def install_target(*, user: bool = False, sys_prefix: bool = False, prefix: str | None = None
+                   ) -> tuple[bool, str | None]:
+    """``(user, prefix)`` for ``install``: what was asked, else this environment inside a virtualenv or
+    conda environment (``--sys-prefix``), else the user's folder (``--user``); never system-wide by default.
+
+    Example:
+        >>> install_target(prefix="/opt/jupyter")
+        (False, '/opt/jupyter')
+    """
+    if user or prefix is not None:
+        return user, prefix
+    if sys_prefix or _in_virtualenv():
+        return False, sys.prefix
+    return True, None
 
 
 def _in_virtualenv() -> bool:

@@ -1,14 +1,16 @@
 """``sampan lab``: JupyterLab on 127.0.0.1 with a token, opened on the course index (``notebooks/index.ipynb``).
 
-This is what ``make lab`` runs. The token is random unless ``--token`` or
-``$SAMPAN_LAB_TOKEN`` gives one; the URL to open is printed.
+This is what ``make lab`` runs. The token is random unless ``$SAMPAN_LAB_TOKEN`` gives one;
+the URL to open is printed. The token reaches JupyterLab through its environment
+(``JUPYTER_TOKEN``), never on a command line, which every local user can read.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import sys
+
+from sampan.cli._args import port as port_type
 
 INDEX = "index.ipynb"
 
@@ -16,14 +18,14 @@ INDEX = "index.ipynb"
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("lab", help="start JupyterLab on the course index (127.0.0.1, with a token)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=8888, help="port (the next free one when taken; default 8888)")
-    parser.add_argument("--token", default=None, help="access token (default: $SAMPAN_LAB_TOKEN or a random one)")
+    parser.add_argument("--port", type=port_type, default=8888, help="port (the next free one when taken; default 8888)")
+    parser.add_argument("--token", default=None, help=argparse.SUPPRESS)  # refused: see _servers.refuse_token_argument
     parser.add_argument("--no-browser", action="store_true", help="do not open a web browser")
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
 
 
-def command(*, port: int, token: str, open_browser: bool) -> list[str]:
-    """The ``jupyter lab`` command line ``sampan lab`` runs."""
+def command(*, port: int, open_browser: bool) -> list[str]:
+    """The ``jupyter lab`` command line ``sampan lab`` runs (the token goes in the environment: ``server_env``)."""
     from sampan.cli._servers import notebooks_dir
 
     root = notebooks_dir()
@@ -32,7 +34,6 @@ def command(*, port: int, token: str, open_browser: bool) -> list[str]:
         f"--ServerApp.root_dir={root}",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
-        f"--IdentityProvider.token={token}",
         f"--ServerApp.open_browser={open_browser}",
         f"--LabApp.default_url=/lab/tree/{INDEX}",
         "--LabApp.news_url=None",
@@ -42,12 +43,14 @@ def command(*, port: int, token: str, open_browser: bool) -> list[str]:
 
 
 def run(args) -> int:
-    from sampan.cli._servers import ensure_kernel, free_port
+    from sampan.cli._servers import ensure_kernel, free_port, new_token, refuse_token_argument, server_env
 
-    token = args.token or os.environ.get("SAMPAN_LAB_TOKEN") or secrets.token_hex(24)
+    if args.token is not None:
+        return refuse_token_argument("lab", "SAMPAN_LAB_TOKEN")
+    token = new_token("SAMPAN_LAB_TOKEN")
     port = free_port(args.port)
     try:
-        cmd = command(port=port, token=token, open_browser=not args.no_browser)
+        cmd = command(port=port, open_browser=not args.no_browser)
     except FileNotFoundError as exc:
         print(f"sampan lab: {exc}", file=sys.stderr)
         return 2
@@ -58,5 +61,6 @@ def run(args) -> int:
     print(f"Sampan lab: http://127.0.0.1:{port}/lab/tree/{INDEX}?token={token}", flush=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(sys.executable, cmd)  # JupyterLab replaces this process: Ctrl-C and signals reach it directly
+    # JupyterLab replaces this process (Ctrl-C and signals reach it directly); the token is in its environment
+    os.execve(sys.executable, cmd, server_env(token))
     return 0  # pragma: no cover

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sampan.cli._args import positive_seconds
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("path", help="list or run the learning path", description=__doc__,
@@ -25,13 +27,15 @@ def add_parser(subparsers) -> None:
     run.add_argument("--quick", action="store_true", help="QUICK=True: small data, few epochs, quick ranges")
     run.add_argument("--output", default=None, help="folder receiving the new <timestamp>/ run folder (default ./runs)")
     run.add_argument("--keep-going", action="store_true", help="run the remaining lessons after a failure")
-    run.add_argument("--timeout", type=float, default=None, help="seconds per lesson (default from path.yaml)")
+    run.add_argument("--timeout", type=positive_seconds, default=None,
+                     help="seconds per lesson (default from path.yaml)")
     run.add_argument("--seed", type=int, default=None, help="SEED injected into every lesson")
     run.add_argument("--data-dir", default=None, help="DATA_DIR / SAMPAN_DATA for the lessons")
     run.add_argument("--kernel", default=None, help="kernel to run the lessons in (default: the one they name)")
 
 
 def run(args) -> int:
+    from sampan.errors import SampanError
     from sampan.path import PathManifestError
 
     try:
@@ -41,7 +45,7 @@ def run(args) -> int:
             return _run(args)
         if args.path_command == "index":
             return _index(args)
-    except (PathManifestError, ValueError, FileNotFoundError) as exc:
+    except (PathManifestError, SampanError, ValueError, FileNotFoundError) as exc:
         print(f"sampan path: {exc}", file=sys.stderr)
         return 2
     print("usage: sampan path {list,run} [options]; see `sampan path run --help`", file=sys.stderr)

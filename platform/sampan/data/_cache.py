@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 
 from sampan.data.synthetic import content_sha256
-from sampan.utils.io import atomic_write, data_home
+from sampan.utils.io import atomic_write, data_home, writing_data_home
 
 
 def cache_file(name: str, version: str, split: str) -> Path:
@@ -29,7 +29,12 @@ def _write(path: Path, images: np.ndarray, labels: np.ndarray) -> None:
         with open(tmp, "wb") as fh:
             np.savez(fh, images=images, labels=labels)
 
-    atomic_write(path, writer)
+    with writing_data_home(_caching(path)):
+        atomic_write(path, writer)
+
+
+def _caching(path: Path) -> str:
+    return f"cache the generated {path.parent.parent.name!r} dataset"
 
 
 def load_or_generate(
@@ -44,6 +49,8 @@ def load_or_generate(
     cached = _read(path) if path.is_file() else None
     if cached is not None and content_sha256(*cached) == expected_sha256:
         return cached
+    with writing_data_home(_caching(path)):  # an unusable data directory is refused before the generation's work
+        path.parent.mkdir(parents=True, exist_ok=True)
     images, labels = generate()
     actual = content_sha256(images, labels)
     if actual != expected_sha256:

@@ -135,7 +135,8 @@ def load_dataset(
         A dataset with ``len()``, ``classes``, ``labels`` (int64), and ``images`` or ``texts``.
 
     Raises:
-        ValueError: unknown name or split. TypeError: an option the dataset does not take.
+        ValueError: unknown name or split. TypeError: an option the dataset does not take, or a
+            ``transform`` that is not callable.
         sampan.errors.DatasetNotFoundError: files absent; the message says which and where.
 
     Example:
@@ -148,6 +149,11 @@ def load_dataset(
     if not isinstance(split, str) or split not in info.splits:
         raise ValueError(bad_argument(
             "split", split, f"one of {list(info.splits)} for {info.name!r}", f"pass split={next(iter(info.splits))!r}"
+        ))
+    if transform is not None and not callable(transform):
+        example = "sampan.vision.transforms.Resize(28)" if info.kind == "image" else "str.lower"
+        raise TypeError(bad_argument(
+            "transform", transform, "None or a callable applied to each item", f"pass transform={example}"
         ))
     unknown = sorted(set(options) - set(info.options))
     if unknown:

@@ -7,7 +7,9 @@ folder it belongs in. The decoded images are then held in memory as uint8.
 from __future__ import annotations
 
 import gzip
+import math
 import shutil
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -15,8 +17,8 @@ from typing import Callable
 import torch
 
 from sampan.data._base import ImageDataset
-from sampan.errors import DatasetNotFoundError
-from sampan.utils.io import data_home
+from sampan.errors import DatasetFileError, DatasetNotFoundError
+from sampan.utils.io import atomic_write, usable_data_home, writing_data_home
 
 
 @dataclass(frozen=True)
@@ -73,24 +75,70 @@ def _unpack_local(source: _Source, root: Path) -> None:
     if source.name == "cifar10":
         archive = root / source.archives[0]
         if archive.is_file() and not all((folder / f).is_file() for f in source.files):
-            shutil.unpack_archive(str(archive), str(root), format="gztar")
+            from sampan.data._archives import extract_tar
+
+            with writing_data_home(f"unpack {archive.name}"):
+                extract_tar(archive, root)  # refuses links, devices, absolute and '..' members, naming them
         return
     for f in source.files:
         packed, plain = folder / f"{f}.gz", folder / f
         if packed.is_file() and not plain.is_file():
-            with gzip.open(packed, "rb") as src, open(plain, "wb") as dst:
-                shutil.copyfileobj(src, dst)
+            _gunzip(packed, plain, source)
+
+
+def _gunzip(packed: Path, plain: Path, source: _Source) -> None:
+    """Unpacks one ``.gz`` atomically; a file that is not gzip (or is cut short) is named in the error."""
+    def writer(tmp: Path) -> None:
+        with gzip.open(packed, "rb") as src, open(tmp, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+
+    with writing_data_home(f"unpack {packed.name}"):
+        try:
+            atomic_write(plain, writer)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            raise DatasetFileError(
+                f"{str(packed)!r} is not a valid gzip file ({exc}). HINT: delete it and put a fresh copy of "
+                f"{packed.name} from {source.url} in {packed.parent}, or the unpacked {plain.name} there.",
+                path=str(packed)) from exc
+
+
+_IDX_DTYPES = {0x08: 1, 0x09: 1, 0x0B: 2, 0x0C: 4, 0x0D: 4, 0x0E: 8}  # idx type code -> bytes per item
+
+
+def _check_idx(file: Path, source: _Source) -> None:
+    """Refuses, naming it, an idx file whose header or length is wrong (torchvision would only ``assert``)."""
+    size = file.stat().st_size
+    with open(file, "rb") as fh:
+        head = fh.read(4)
+        ndim = head[3] if len(head) == 4 else 0
+        dims = fh.read(4 * ndim)
+    item = _IDX_DTYPES.get(head[2]) if len(head) == 4 and head[:2] == b"\0\0" else None
+    if item is None or not 1 <= ndim <= 3 or len(dims) != 4 * ndim:
+        problem = "does not start with an idx header"
+    else:
+        count = math.prod(int.from_bytes(dims[i:i + 4], "big") for i in range(0, len(dims), 4))
+        problem = "" if size == 4 + 4 * ndim + count * item else (
+            f"holds {size} bytes where its header announces {4 + 4 * ndim + count * item}")
+    if problem:
+        raise DatasetFileError(
+            f"{str(file)!r} {problem}: it is not a {source.name} idx file, or it is truncated. HINT: delete it "
+            f"and put a fresh copy of {file.name}.gz from {source.url} in {file.parent}.", path=str(file))
 
 
 def load(name: str, split: str, transform: Callable | None = None, *, download: bool = False) -> ImageDataset:
     """Builds a torchvision-backed split; see :func:`sampan.data.load_dataset`."""
     import torchvision.datasets
 
-    source, root = SOURCES[name], data_home()
+    source, root = SOURCES[name], usable_data_home(f"load {name!r}")
     if not download:
         _unpack_local(source, root)
         if not all((root / source.folder / f).is_file() for f in source.files):
             raise DatasetNotFoundError(missing_message(source, root))
+        if source.name != "cifar10":
+            prefix = "train" if split == "train" else "t10k"
+            for f in source.files:
+                if f.startswith(prefix):
+                    _check_idx(root / source.folder / f, source)
     cls = getattr(torchvision.datasets, source.torchvision_class)
     try:
         ds = cls(str(root), train=(split == "train"), download=download)

@@ -20,12 +20,12 @@ _LAZY = {
     "DDPStrategy": "strategy", "FSDPStrategy": "strategy", "make_strategy": "strategy",
     "monitored_barrier": "strategy", "DataParallel": "parallel", "notebook_launcher": "launcher",
     "spawn": "launcher", "DistributedError": "env", "free_port": "env", "get_local_rank": "env",
-    "get_rank": "env", "get_world_size": "env", "init_parallel_env": "env",
+    "get_rank": "env", "get_world_size": "env", "init_parallel_env": "env", "Strategy": "base",
 }
 
-__all__ = ["DDPStrategy", "DataParallel", "DistributedError", "FSDPStrategy", "free_port", "get_local_rank",
-           "get_rank", "get_world_size", "init_parallel_env", "launch", "make_strategy", "monitored_barrier",
-           "notebook_launcher", "spawn"]
+__all__ = ["DDPStrategy", "DataParallel", "DistributedError", "FSDPStrategy", "Strategy", "free_port",
+           "get_local_rank", "get_rank", "get_world_size", "init_parallel_env", "launch", "make_strategy",
+           "monitored_barrier", "notebook_launcher", "spawn"]
 
 
 def __getattr__(name: str) -> Any:
@@ -44,6 +44,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover
     from sampan.distributed import launch
+    from sampan.distributed.base import Strategy
     from sampan.distributed.env import (DistributedError, free_port, get_local_rank, get_rank, get_world_size,
                                         init_parallel_env)
     from sampan.distributed.launcher import notebook_launcher, spawn

@@ -18,6 +18,7 @@ import torch.distributed as dist
 from sampan.errors import SampanError, bad_argument
 
 TIMEOUT_ENV = "SAMPAN_DIST_TIMEOUT"
+DEFAULT_TIMEOUT = 300.0  # seconds: a stalled job ends in minutes, not after torch's 30
 
 
 class DistributedError(SampanError):
@@ -39,13 +40,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def timeout_seconds(timeout: float | None = None) -> float | None:
-    """``timeout``, else ``$SAMPAN_DIST_TIMEOUT``, else ``None`` (torch's default: 30 minutes)."""
+def timeout_seconds(timeout: float | None = None) -> float:
+    """``timeout``, else ``$SAMPAN_DIST_TIMEOUT``, else :data:`DEFAULT_TIMEOUT` (5 minutes).
+
+    Example:
+        >>> timeout_seconds(20)
+        20.0
+    """
     if timeout is None and os.environ.get(TIMEOUT_ENV):
-        timeout = float(os.environ[TIMEOUT_ENV])
-    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+        raw = os.environ[TIMEOUT_ENV]
+        try:
+            timeout = float(raw)
+        except ValueError:
+            raise ValueError(bad_argument(TIMEOUT_ENV, raw, "a positive number of seconds",
+                                          f"export {TIMEOUT_ENV}=300, or unset it")) from None
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(bad_argument("timeout", timeout, "a positive number of seconds"))
-    return None if timeout is None else float(timeout)
+    return float(timeout)
 
 
 def get_rank() -> int:
@@ -77,7 +90,7 @@ def init_parallel_env(backend: str | None = None, timeout: float | None = None) 
     Args:
         backend: ``"gloo"``, ``"nccl"`` or ``"cpu:gloo,cuda:nccl"``; defaults to the last when CUDA is
             present, else gloo.
-        timeout: seconds a collective may wait before it fails (default ``$SAMPAN_DIST_TIMEOUT`` or 30 min).
+        timeout: seconds a collective may wait before it fails (default ``$SAMPAN_DIST_TIMEOUT`` or 5 min).
 
     Returns:
         True when this call created the group.
@@ -91,8 +104,7 @@ def init_parallel_env(backend: str | None = None, timeout: float | None = None) 
         raise RuntimeError("torch.distributed is not available in this PyTorch build.")
     if dist.is_initialized():
         return False
-    seconds = timeout_seconds(timeout)
-    kwargs = {"timeout": datetime.timedelta(seconds=seconds)} if seconds else {}
+    kwargs = {"timeout": datetime.timedelta(seconds=timeout_seconds(timeout))}
     if "WORLD_SIZE" not in os.environ or "MASTER_ADDR" not in os.environ:
         if int(os.environ.get("WORLD_SIZE", 1)) > 1:
             raise DistributedError(

@@ -3,8 +3,11 @@
 Everything is passed to ``torch.distributed.run`` (torchrun) unchanged, with two
 additions: a single-node job without rendezvous options gets ``--standalone``
 (a free local port), and ``--timeout SECONDS`` sets ``$SAMPAN_DIST_TIMEOUT``,
-how long a collective may wait before it fails. When one rank raises, torchrun
-stops the others and the job ends with that rank's traceback.
+how long a collective may wait before it fails (default 300 s). When one rank
+raises, torchrun stops the others and the job ends with that rank's traceback.
+When a rank stalls, the rank that waited for it names it (``Model.fit``'s
+watchdog), and ``sampan launch`` repeats that after torchrun's summary, whose
+"Root Cause" is the first rank to fail: the one that waited.
 
 Example:
     sampan launch --nproc_per_node 2 train.py --epochs 3
@@ -14,6 +17,9 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+
+from sampan.errors import bad_argument
 
 _RENDEZVOUS = ("--nnodes", "--rdzv_endpoint", "--rdzv-endpoint", "--master_addr", "--master-addr", "--standalone",
                "--rdzv_backend", "--rdzv-backend")
@@ -47,8 +53,8 @@ def build_torchrun_args(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     while i < len(options):
         token = options[i]
         if token == "--timeout" or token.startswith("--timeout="):
-            value = token.split("=", 1)[1] if "=" in token else options[i + 1]
-            env["SAMPAN_DIST_TIMEOUT"] = str(float(value))
+            value = token.split("=", 1)[1] if "=" in token else (options[i + 1] if i + 1 < len(options) else None)
+            env["SAMPAN_DIST_TIMEOUT"] = str(_seconds(value))
             i += 1 if "=" in token else 2
             continue
         cleaned.append(token)
@@ -63,6 +69,34 @@ def build_torchrun_args(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     return cleaned + script, env
 
 
+def _seconds(value: str | None) -> float:
+    """``--timeout``'s value as positive seconds, or a ValueError that says so."""
+    fix = "write --timeout 120 (seconds a collective may wait) before the script"
+    if value is None:
+        raise ValueError(bad_argument("--timeout", None, "a number of seconds after it", fix))
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(bad_argument("--timeout", value, "a positive number of seconds", fix)) from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(bad_argument("--timeout", value, "a positive number of seconds", fix))
+    return seconds
+
+
+def _blame(notes_dir: str) -> str:
+    """What the ranks' watchdogs found, for after torchrun's summary (which names the rank that waited)."""
+    from sampan.distributed.watchdog import read_notes
+
+    notes = read_notes(notes_dir)
+    if not notes:
+        return ""
+    stalled = sorted({r for n in notes for r in n.get("behind", [])})
+    waited = [n["rank"] for n in notes]
+    return (f"sampan launch: rank(s) {stalled} stalled: they did not arrive at a collective, and rank(s) {waited} "
+            f"gave up waiting for them (torchrun's \"Root Cause\" above names the first rank to fail, the one that "
+            f"waited).\n{notes[0]['message']}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs torchrun in this process; returns the exit code (1 when a rank failed)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -73,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
 
         get_args_parser().print_help()
         return 0
-    args, env = build_torchrun_args(argv)
+    try:
+        args, env = build_torchrun_args(argv)
+    except ValueError as exc:
+        print(f"sampan launch: {exc}", file=sys.stderr)
+        return 2
     _, script = split_argv(args)
     if not script:
         print("sampan launch: no script given. Usage: sampan launch [--nproc_per_node N] script.py [args]",
@@ -83,11 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
 
-    try:
-        run(parse_args(args))
-    except ChildFailedError as exc:
-        print(f"sampan launch: {exc}", file=sys.stderr)
-        return 1
+    from sampan.distributed.watchdog import NOTES_ENV
+
+    with tempfile.TemporaryDirectory(prefix="sampan-launch-") as notes:
+        os.environ[NOTES_ENV] = notes
+        try:
+            run(parse_args(args))
+        except ChildFailedError as exc:
+            print(f"sampan launch: {exc}", file=sys.stderr)
+            print(_blame(notes), end="", file=sys.stderr)
+            return 1
+        finally:
+            os.environ.pop(NOTES_ENV, None)
     return 0
 
 

@@ -22,8 +22,8 @@ from torch.utils.data.distributed import DistributedSampler
 
 from sampan.distributed.env import (DistributedError, get_local_rank, init_parallel_env, local_device,
                                     timeout_seconds)
-from sampan.errors import SampanError, bad_argument
-from sampan.hapi.plugins import Strategy
+from sampan.errors import SampanError, bad_argument, first_line
+from sampan.distributed.base import Strategy
 
 
 class DDPStrategy(Strategy):
@@ -116,7 +116,7 @@ def monitored_barrier(timeout: float | None = None, group: Any = None) -> None:
         who = f"rank(s) {ranks} did not arrive" if ranks else "rank 0 did not answer"
         raise DistributedError(
             f"Barrier timed out after {seconds:g} s on rank {dist.get_rank()}: {who}. torch said: "
-            f"{text.splitlines()[0]} HINT: a rank is stuck or much slower (look at its traceback or stack with "
+            f"{first_line(exc)} HINT: a rank is stuck or much slower (look at its traceback or stack with "
             f"py-spy dump); every rank must reach the same collectives in the same order; raise the limit with "
             f"DDPStrategy(timeout=...) or ${'SAMPAN_DIST_TIMEOUT'}.", ranks=ranks) from exc
 

@@ -1,10 +1,11 @@
-"""Splitting a batch into inputs and labels, moving it to the device, explaining first-batch errors."""
+"""Splitting a batch into inputs and labels, moving it to the device, explaining a batch's errors."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 import torch
 
+from sampan.errors import first_line
 from sampan.spec import InputSpec, dtype_name
 
 
@@ -70,16 +71,26 @@ def check_labels_for_loss(loss_fn: Any, outputs: Any, labels: Sequence[Any]) -> 
             f"{dtype_name(y.dtype)} with shape {list(y.shape)}. HINT: return torch.long labels from the Dataset "
             f"(e.g. torch.tensor(label, dtype=torch.long)) or convert with y.long()."
         )
+    if (isinstance(y, torch.Tensor) and isinstance(out, torch.Tensor) and not y.is_floating_point()
+            and y.ndim == out.ndim >= 2 and y.shape[-1] == 1 and out.shape[-1] > 1):  # Paddle's [N, 1] labels
+        raise ValueError(
+            f"Expected `labels` of shape [N] (one class index per sample) for torch's {type(loss_fn).__name__}. "
+            f"Received: labels of shape {list(y.shape)}, Paddle's [N, 1] layout. HINT: return a scalar label per "
+            f"sample from the Dataset (int(label) rather than [label]) or use y.squeeze(-1); see "
+            f"docs/MIGRATING_FROM_PADDLE.md (Labels)."
+        )
 
 
-def explain_failure(exc: Exception, stage: str, inputs: Sequence[Any], labels: Sequence[Any]) -> ValueError:
-    """Wraps an error of the first forward/loss with the batch's shapes and a hint."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def explain_failure(exc: Exception, stage: str, inputs: Sequence[Any], labels: Sequence[Any],
+                    step: int = 0) -> ValueError:
+    """Wraps an error of a batch's forward pass or loss with the batch's shapes and a hint."""
     hint = ("check that the Dataset's items match what the network expects (shape, channels, dtype), "
             "or pass Model(inputs=[sampan.InputSpec(...)]) to have batches checked up front")
     if stage == "loss":
-        hint = "check that the labels match what the loss expects (class indices as int64 for cross-entropy)"
+        hint = ("check that the labels match what the loss expects (class indices as int64 for cross-entropy, "
+                "each in [0, number of classes))")
+    which = "the first batch" if step == 0 else f"batch {step}"
     return ValueError(
-        f"The {stage} failed on the first batch: inputs {describe(inputs)}, labels {describe(labels)}. "
-        f"torch said: {first}. HINT: {hint}."
+        f"The {stage} failed on {which}: inputs {describe(inputs)}, labels {describe(labels)}. "
+        f"torch said: {first_line(exc)}. HINT: {hint}."
     )

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -14,10 +15,12 @@ from sampan.callbacks.model_checkpoint import ModelCheckpoint
 from sampan.callbacks.progress import ProgressBar
 from sampan.callbacks.terminate_on_nan import TerminateOnNaN
 from sampan.errors import SampanError, bad_argument, check_int
+from sampan.hapi import _guards
 from sampan.hapi import checkpoint as ckpt
 from sampan.hapi import loop
 from sampan.hapi.metrics import MetricSet, as_metrics
-from sampan.hapi.plugins import Precision, Strategy
+from sampan.amp.precision import PrecisionPlugin
+from sampan.distributed.base import Strategy
 from sampan.spec import InputSpec, as_specs
 
 
@@ -54,29 +57,40 @@ class Model:
         ...               sampan.metric.Accuracy())
     """
 
+    # What the loop reads lives in one loop.LoopState (self._loop), built by prepare; these are views of it.
+    device = loop.StateField()
+    inputs = loop.StateField()
+    labels = loop.StateField()
+    _train_net = loop.StateField()
+    _eval_net = loop.StateField()
+    _optimizer = loop.StateField()
+    _loss = loop.StateField()
+    _precision = loop.StateField()
+    _strategy = loop.StateField()
+    _accumulate_steps = loop.StateField()
+    _grad_clip = loop.StateField()
+    _n_inputs = property(lambda self: self._loop.n_inputs)
+    _n_labels = property(lambda self: self._loop.n_labels)
+
     def __init__(self, network: torch.nn.Module, inputs: InputSpec | Sequence[InputSpec] | None = None,
                  labels: InputSpec | Sequence[InputSpec] | None = None):
         if not isinstance(network, torch.nn.Module):
             raise TypeError(bad_argument("network", network, "a torch.nn.Module",
                                          "wrap your function in an nn.Module subclass"))
         self.network = network
+        self._loop = loop.LoopState(train_net=network, eval_net=network)
         self.inputs = as_specs(inputs, "inputs")
         self.labels = as_specs(labels, "labels")
-        self._n_inputs = len(self.inputs) if self.inputs else None
-        self._n_labels = len(self.labels) if self.labels else None
         self.stop_training = False
         self.epoch = 0
         self.global_step = 0
         self.history: History | None = None
         self._prepared = False
-        self._optimizer = self._loss = None
         self._metrics: list = []
-        self._precision: Precision = Precision()
-        self._strategy: Strategy = Strategy()
         self._callbacks = CallbackList()
         self._pending_callback_states: list | None = None
-        self.device = torch.device("cpu")
-        self._train_net = self._eval_net = network
+        self._seen_inputs: list[InputSpec] | None = None  # the first batch's specs, for save(training=False)
+        self._input_hook: Any = None
 
     # ------------------------------------------------------------------ prepare
     def prepare(self, optimizer: torch.optim.Optimizer | None = None, loss: Callable | None = None,
@@ -108,6 +122,7 @@ class Model:
         if grad_clip is not None and (not isinstance(grad_clip, (int, float)) or grad_clip <= 0):
             raise ValueError(bad_argument("grad_clip", grad_clip, "a positive float (max global gradient norm)"))
         self._accumulate_steps = check_int("accumulate_steps", accumulate_steps)
+        _guards.check_optimizer_owns(self.network, optimizer, loss)  # before setup wraps or maps parameters
         self._optimizer, self._loss, self._grad_clip = optimizer, loss, grad_clip
         self._metrics = as_metrics(metrics)
         if deterministic:
@@ -128,6 +143,7 @@ class Model:
         for m in self._metrics:
             m.to(self.device)
         self._prepared = True
+        self._remember_inputs(self._train_net)  # train_batch / eval_batch see data too
         return self
 
     def _require_prepared(self, what: str, need_optimizer: bool = False) -> None:
@@ -137,10 +153,6 @@ class Model:
         if need_optimizer and (self._optimizer is None or self._loss is None):
             raise RuntimeError(f"model.{what}() needs an optimizer and a loss; prepare() got "
                                f"optimizer={self._optimizer!r}, loss={self._loss!r}. HINT: pass both to prepare().")
-
-    def _compute_loss(self, outputs: Any, labels: list) -> torch.Tensor:
-        outs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-        return self._loss(*outs, *labels)
 
     # ------------------------------------------------------------------ data
     def _loader(self, data: Any, argument: str, *, batch_size: int, shuffle: bool, drop_last: bool,
@@ -161,43 +173,53 @@ class Model:
     # ------------------------------------------------------------------ callbacks
     def _callback_list(self, callbacks: Any, *, verbose: int, log_freq: int, save_dir: Any,
                        save_freq: int) -> CallbackList:
-        items = list(callbacks or [])
-        if callbacks is not None and not isinstance(callbacks, (list, tuple)):
-            items = [callbacks]
+        items = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])  # Paddle: one or a list
         if not any(isinstance(c, ProgressBar) for c in items):
             items.insert(0, ProgressBar(verbose=verbose, log_freq=log_freq))
         if save_dir is not None and not any(isinstance(c, ModelCheckpoint) for c in items):
             items.append(ModelCheckpoint(save_dir, save_freq=save_freq))
         if not any(isinstance(c, TerminateOnNaN) for c in items):
-            items.append(TerminateOnNaN())
-        for extra in self._precision.callbacks():  # e.g. the AMP NaN doctor, which must see a NaN first
-            items.insert(next(i for i, c in enumerate(items) if isinstance(c, TerminateOnNaN)), extra)
+            items.append(self._precision.nan_check())  # the one NaN check; under AMP it diagnoses the batch
+        items.extend(self._precision.callbacks())
         history = next((c for c in items if isinstance(c, History)), None) or History()
         if history not in items:
             items.append(history)
+        items.extend(_guards.heartbeat(self._strategy.world_size))  # where each rank is, should one stall
+        from sampan.experiments.recorder import Recorder, default_callbacks  # every fit is a recorded run
+
+        if not any(isinstance(c, Recorder) for c in items):
+            items.extend(default_callbacks(log_freq))
         cbks = CallbackList(items)
         cbks.set_model(self)
         return cbks
 
     # ------------------------------------------------------------------ fit
+    @_guards.watch_collectives
     def fit(self, train_data: Any = None, eval_data: Any = None, batch_size: int = 32, epochs: int = 1,
             eval_freq: int = 1, log_freq: int = 10, save_dir: str | os.PathLike | None = None, save_freq: int = 1,
             verbose: int = 1, drop_last: bool = False, shuffle: bool = True, num_workers: int = 0,
             callbacks: Sequence[Callback] | Callback | None = None, num_iters: int | None = None,
-            resume: str | os.PathLike | None = None) -> History:
+            resume: str | os.PathLike | None = None, accumulate_grad_batches: int | None = None) -> History:
         """Trains the network; returns the :class:`~sampan.callbacks.History`.
+
+        Takes ``paddle.Model.fit``'s arguments with their meaning; the defaults differ where
+        noted in docs/MIGRATING_FROM_PADDLE.md (``batch_size=32``, ``verbose=1``).
 
         Args:
             train_data: a Dataset or DataLoader of ``(inputs..., labels...)``.
             eval_data: evaluated every ``eval_freq`` epochs; its values appear as ``eval_<name>``.
-            batch_size, shuffle, drop_last, num_workers: DataLoader settings (ignored for a DataLoader).
+            batch_size: one int, or ``(train_batch_size, eval_batch_size)`` as in Paddle.
+            shuffle, drop_last, num_workers: DataLoader settings of the training data (ignored for a
+                DataLoader); the evaluation data is never shuffled nor cut.
             epochs: epochs to train; a resumed run continues from the checkpoint's epoch up to ``epochs``.
             log_freq: steps between metric updates in the logs and the progress bar.
             save_dir, save_freq: write a checkpoint every ``save_freq`` epochs and ``final`` at the end.
             verbose: 0 silent, 1 progress bars, 2 one line per epoch.
-            callbacks: extra callbacks; ProgressBar, TerminateOnNaN and History are added when absent.
-            num_iters: stop after this many training steps in total.
+            callbacks: one callback or a list; ProgressBar, TerminateOnNaN and History are added when absent.
+            num_iters: train this many steps in total, as Paddle does: it sets the number of epochs.
             resume: ``"auto"`` (latest checkpoint in ``save_dir``, if any) or a checkpoint path.
+            accumulate_grad_batches: micro-batches per optimizer step (Paddle's name for
+                ``prepare(accumulate_steps=...)``); ``None`` keeps what ``prepare`` set.
 
         Example:
             >>> history = model.fit(train_set, val_set, epochs=5, batch_size=64)  # doctest: +SKIP
@@ -208,18 +230,27 @@ class Model:
         check_int("log_freq", log_freq)
         if num_iters is not None:
             check_int("num_iters", num_iters)
-        train_loader = self._loader(train_data, "train_data", batch_size=batch_size, shuffle=shuffle,
+        if accumulate_grad_batches is not None:
+            self._accumulate_steps = check_int("accumulate_grad_batches", accumulate_grad_batches)
+        train_bs, eval_bs = _batch_sizes(batch_size)
+        train_loader = self._loader(train_data, "train_data", batch_size=train_bs, shuffle=shuffle,
                                     drop_last=drop_last, num_workers=num_workers)
         eval_loader = None if eval_data is None else self._loader(
-            eval_data, "eval_data", batch_size=batch_size, shuffle=False, drop_last=False, num_workers=num_workers)
+            eval_data, "eval_data", batch_size=eval_bs, shuffle=False, drop_last=False, num_workers=num_workers)
+        if eval_data is not None:
+            self._check_has_labels(eval_data, "eval_data")
+        if num_iters is not None and hasattr(train_loader, "__len__") and len(train_loader):
+            epochs = -(-num_iters * self._accumulate_steps // len(train_loader))  # Paddle: num_iters sets epochs
         cbks = self._callback_list(callbacks, verbose=verbose, log_freq=log_freq, save_dir=save_dir,
                                    save_freq=save_freq)
         self._callbacks = cbks
+        self._loop.clock = loop.clock_of(cbks)
+        self._remember_inputs(self._train_net)
         self.epoch = 0
-        self._resume(resume, save_dir)  # sets self.epoch to the checkpoint's
+        self._resume(resume, save_dir, epochs)  # sets self.epoch to the checkpoint's
         metrics = MetricSet(self._metrics)
         steps = len(train_loader) if hasattr(train_loader, "__len__") else None
-        cbks.set_params({"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size,
+        cbks.set_params({"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": train_bs,
                          "metrics": ["loss", *metrics.names()], "has_eval": eval_loader is not None,
                          "eval_steps": len(eval_loader) if eval_loader is not None and hasattr(eval_loader, "__len__") else None,
                          "in_fit": True})
@@ -234,29 +265,40 @@ class Model:
             self._strategy.set_epoch(train_loader, epoch)
             cbks.call("on_epoch_begin", epoch, {})
             start = self.global_step
-            logs = loop.train_epoch(self, train_loader, cbks, metrics, max_steps=int(min(budget, 2**62 if steps is None else steps)),
-                                    log_freq=log_freq)
+            logs = loop.train_epoch(self._loop, self, train_loader, cbks, metrics, log_freq=log_freq,
+                                    max_steps=int(min(budget, loop.NO_LIMIT if steps is None else steps)))
             budget -= self.global_step - start
             if eval_loader is not None and ((epoch + 1) % eval_freq == 0 or epoch + 1 == epochs):
-                eval_logs = loop.evaluate_loop(self, eval_loader, cbks, metrics, max_steps=2**62)
+                eval_logs = loop.evaluate_loop(self._loop, eval_loader, cbks, metrics, max_steps=loop.NO_LIMIT)
                 logs.update({f"eval_{k}": v for k, v in eval_logs.items() if isinstance(v, (int, float))})
             self.epoch = epoch + 1
             cbks.call("on_epoch_end", epoch, logs)
         cbks.call("on_train_end", logs)
         return self.history
 
-    def _resume(self, resume: Any, save_dir: Any) -> None:
+    def _resume(self, resume: Any, save_dir: Any, epochs: int) -> None:
         if resume is None:
             return
+        payload = None
         if resume == "auto":
             if save_dir is None:
                 raise ValueError(bad_argument("resume", resume, "a checkpoint path, or 'auto' together with save_dir"))
-            path = ckpt.latest_checkpoint(save_dir)
-            if path is None:
+            found = ckpt.latest_intact(save_dir, map_location=self.device)  # skips truncated or stray files
+            if found is None:
                 return
+            path, payload = found
         else:
             path = resume
-        self.load(path, _restore_rng=True)
+        self.load(path, _restore_rng=True, _payload=payload)
+        if self.epoch >= epochs:
+            warnings.warn(f"fit(epochs={epochs}, resume={str(resume)!r}) has nothing to train: the checkpoint "
+                          f"{ckpt.checkpoint_file(path)} is already at epoch {self.epoch}, and `epochs` counts all "
+                          f"epochs, those of the checkpoint included. HINT: pass epochs={self.epoch + epochs} to "
+                          f"train {epochs} more.", UserWarning, stacklevel=3)
+
+    def _check_has_labels(self, data: Any, argument: str) -> None:
+        _guards.check_has_labels(data, argument, n_inputs=self._n_inputs, n_labels=self._n_labels,
+                                 loss=self._loss, metrics=self._metrics)
 
     # ------------------------------------------------------------------ evaluate / predict
     def evaluate(self, eval_data: Any, batch_size: int = 32, log_freq: int = 10, verbose: int = 1,
@@ -264,15 +306,23 @@ class Model:
                  num_iters: int | None = None) -> dict:
         """Computes the loss and metrics on ``eval_data``: ``{"loss": ..., "acc": ...}``.
 
-        A confusion-matrix metric appears as a nested list.
+        A confusion-matrix metric appears as a nested list. ``eval_data`` must hold labels
+        (``(inputs..., labels...)`` items) when a loss or metrics are prepared: data without labels
+        raises ``ValueError`` instead of returning a meaningless score; use :meth:`predict` for it.
+
+        Example:
+            >>> model.evaluate(val_set, batch_size=64)  # doctest: +SKIP
+            {'loss': 0.31, 'acc': 0.91}
         """
         self._require_prepared("evaluate")
+        self._check_has_labels(eval_data, "eval_data")
         loader = self._loader(eval_data, "eval_data", batch_size=batch_size, shuffle=False, drop_last=False,
                               num_workers=num_workers)
         cbks = self._callback_list(callbacks, verbose=verbose, log_freq=log_freq, save_dir=None, save_freq=1)
         cbks.set_params({"verbose": verbose, "eval_steps": len(loader) if hasattr(loader, "__len__") else None,
                          "in_fit": False})
-        return loop.evaluate_loop(self, loader, cbks, MetricSet(self._metrics), max_steps=num_iters or 2**62)
+        return loop.evaluate_loop(self._loop, loader, cbks, MetricSet(self._metrics),
+                                  max_steps=num_iters or loop.NO_LIMIT)
 
     def predict(self, test_data: Any, batch_size: int = 32, num_workers: int = 0, stack_outputs: bool = True,
                 verbose: int = 1, callbacks: Sequence[Callback] | None = None) -> list:
@@ -288,11 +338,85 @@ class Model:
                               num_workers=num_workers)
         cbks = self._callback_list(callbacks, verbose=verbose, log_freq=10, save_dir=None, save_freq=1)
         cbks.set_params({"verbose": verbose, "predict_steps": len(loader) if hasattr(loader, "__len__") else None})
-        batches = loop.predict_loop(self, loader, cbks)
+        self._remember_inputs(self._eval_net)
+        batches = loop.predict_loop(self._loop, loader, cbks)
         per_output = list(zip(*batches))
         if stack_outputs:
             return [torch.cat(list(outs)).numpy() for outs in per_output]
         return [[o.numpy() for o in outs] for outs in per_output]
+
+    # ------------------------------------------------------------------ one batch at a time
+    def train_batch(self, inputs: Any, labels: Any = None, update: bool = True) -> Any:
+        """One training step on one batch, as ``paddle.Model.train_batch``.
+
+        The same step as ``fit``'s (AMP, DDP, ``to_static``, clipping). ``update=False`` runs forward and
+        backward only, so the gradients of several calls add up before a call with ``update=True`` steps the
+        optimizer (gradient accumulation); each loss is divided by ``prepare(accumulate_steps=...)``.
+
+        Args:
+            inputs: a tensor or NumPy array, or a list of them (one per network input).
+            labels: the same for the labels.
+            update: step the optimizer and clear the gradients after the backward pass.
+
+        Returns:
+            ``[loss]`` as NumPy, or ``([loss], [metric values on this batch])`` when metrics were prepared.
+
+        Example:
+            >>> loss = model.train_batch([x], [y])  # doctest: +SKIP
+            >>> model.train_batch([x1], [y1], update=False); model.train_batch([x2], [y2])  # doctest: +SKIP
+        """
+        self._require_prepared("train_batch", need_optimizer=True)
+        return loop.train_batch(self._loop, self, self._metrics, inputs, labels, update)
+
+    def eval_batch(self, inputs: Any, labels: Any = None) -> Any:
+        """The loss and metrics of one batch without gradients, as ``paddle.Model.eval_batch``.
+
+        Returns:
+            ``[loss]`` (empty without a loss), or ``([loss], [metric values])`` when metrics were prepared.
+
+        Example:
+            >>> loss, (acc,) = model.eval_batch([x], [y])  # doctest: +SKIP
+        """
+        self._require_prepared("eval_batch")
+        return loop.eval_batch(self._loop, self._metrics, inputs, labels)
+
+    def predict_batch(self, inputs: Any) -> list:
+        """The network's outputs on one batch, one NumPy array per output (``paddle.Model.predict_batch``).
+
+        Example:
+            >>> (logits,) = model.predict_batch([x])  # doctest: +SKIP
+        """
+        if not self._prepared:
+            self.device = next((p.device for p in self.network.parameters()), torch.device("cpu"))
+        return loop.predict_batch(self._loop, inputs)
+
+    def _remember_inputs(self, net: torch.nn.Module) -> None:
+        """Records the next batch's input specs (batch dim None), as Paddle infers them for ``save``."""
+        if self.inputs is not None or self._seen_inputs is not None:
+            return
+        if self._input_hook is not None:  # still waiting, perhaps on a network that prepare has wrapped since
+            self._input_hook.remove()
+
+        def hook(_module, args):
+            self._input_hook.remove()
+            self._input_hook = None
+            if args and all(isinstance(a, torch.Tensor) for a in args):
+                self._seen_inputs = [InputSpec.from_tensor(a, name=f"input_{i}") for i, a in enumerate(args)]
+
+        self._input_hook = net.register_forward_pre_hook(hook)
+
+    def _export_specs(self, path: Any, input_spec: Any) -> Any:
+        if input_spec is not None or self.inputs is not None:
+            return input_spec if input_spec is not None else self.inputs
+        if self._seen_inputs is None:
+            raise ValueError(bad_argument(
+                "inputs", None, "InputSpecs for model.save(path, training=False) (the export needs input shapes)",
+                "build the model as Model(net, inputs=[sampan.InputSpec([None, 1, 28, 28], 'float32', 'image')]), "
+                "pass save(path, training=False, input_spec=[...]), or run fit/predict first to infer them"))
+        warnings.warn(f"Model was built without `inputs`: exporting {path!r} with the input spec inferred from the "
+                      f"first batch seen: {[s.to_dict() for s in self._seen_inputs]} (batch dimension dynamic). "
+                      f"Pass Model(inputs=[sampan.InputSpec(...)]) to choose it.", UserWarning, stacklevel=3)
+        return self._seen_inputs
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, path: str | os.PathLike, training: bool = True, **export_kwargs: Any) -> Path:
@@ -306,16 +430,20 @@ class Model:
         Returns:
             The file written (``path`` plus ``.pt`` when it has no suffix).
         """
+        if not isinstance(path, (str, os.PathLike)) or not str(path).strip() or str(path).endswith(("/", os.sep)):
+            raise ValueError(bad_argument("path", path, "a file prefix such as 'export/lenet' (not empty, not a folder)",
+                                          "write model.save('output/lenet', training=False)"))
         if not training:
             from sampan import jit
 
-            return jit.save(self.network, path, input_spec=export_kwargs.pop("input_spec", self.inputs),
-                            **export_kwargs)
+            specs = self._export_specs(path, export_kwargs.pop("input_spec", None))
+            return jit.save(self.network, path, input_spec=specs, **export_kwargs)
         target = ckpt.checkpoint_file(path)
         if self._strategy.is_main:
             payload = {
                 "model": self.network.state_dict(),
                 "optimizer": self._optimizer.state_dict() if self._optimizer is not None else None,
+                "optimizer_class": type(self._optimizer).__name__ if self._optimizer is not None else None,
                 "precision": self._precision.state_dict(),
                 "callbacks": [(type(c).__name__, c.state_dict()) for c in self._callbacks],
                 "epoch": self.epoch,
@@ -327,18 +455,31 @@ class Model:
         return target
 
     def load(self, path: str | os.PathLike, skip_mismatch: bool = False, reset_optimizer: bool = False,
-             _restore_rng: bool = False) -> "Model":
+             _restore_rng: bool = False, _payload: dict | None = None) -> "Model":
         """Loads a checkpoint written by :meth:`save` (``torch.load(weights_only=True)``).
+
+        The saved optimizer state is checked against the prepared optimizer first (class, settings,
+        parameter groups): a checkpoint of another optimizer raises ``CheckpointError`` saying what
+        differs, instead of silently replacing its settings.
 
         Args:
             path: the checkpoint (``.pt`` suffix optional).
             skip_mismatch: load only the parameters whose names and shapes match, instead of raising.
-            reset_optimizer: keep the current optimizer state.
+            reset_optimizer: keep the current optimizer state (load the weights only).
+
+        Example:
+            >>> model.load("checkpoints/final", reset_optimizer=True)  # doctest: +SKIP
         """
-        payload = ckpt.load_checkpoint(path, map_location=self.device)
+        payload = _payload if _payload is not None else ckpt.load_checkpoint(path, map_location=self.device)
         target = str(ckpt.checkpoint_file(path))
+        load_optimizer = self._optimizer is not None and payload.get("optimizer") and not reset_optimizer
+        if load_optimizer:  # checked before anything is loaded, so an error leaves the model as it was
+            ckpt.load_weights(self.network, payload["model"], path=target, skip_mismatch=skip_mismatch,
+                              check_only=True)
+            _guards.check_optimizer_state(self._optimizer, payload["optimizer"], payload.get("optimizer_class"),
+                                          path=target)
         ckpt.load_weights(self.network, payload["model"], path=target, skip_mismatch=skip_mismatch)
-        if self._optimizer is not None and payload.get("optimizer") and not reset_optimizer:
+        if load_optimizer:
             try:
                 self._optimizer.load_state_dict(payload["optimizer"])
             except (ValueError, KeyError) as exc:
@@ -363,31 +504,38 @@ class Model:
                 cb.load_state_dict(queue.pop(0))
 
     # ------------------------------------------------------------------ misc
-    def summary(self, input_size: Any = None, dtypes: Any = None) -> dict:
-        """Layers, output shapes, parameters and FLOPs (see :func:`sampan.summary`)."""
+    def summary(self, input_size: Any = None, dtype: Any = None, *, dtypes: Any = None) -> dict:
+        """Layers, output shapes, parameters and FLOPs (``paddle.Model.summary``; see :func:`sampan.summary`)."""
         from sampan.hapi.summary import summary
 
         if input_size is None and self.inputs is None:
             raise ValueError(bad_argument("input_size", None, "a shape such as (1, 1, 28, 28)",
                                           "pass input_size, or give Model(inputs=[InputSpec(...)])"))
-        return summary(self.network, input_size, dtypes=dtypes, input_spec=self.inputs)
+        return summary(self.network, input_size, dtype=dtype, dtypes=dtypes, input_spec=self.inputs)
 
-    def parameters(self, *args, **kwargs):
-        return self.network.parameters(*args, **kwargs)
+    def parameters(self, *args, **kwargs) -> list[torch.nn.Parameter]:
+        """The network's parameters as a list (``paddle.Model.parameters``), so ``params[0]`` works."""
+        return list(self.network.parameters(*args, **kwargs))
 
     def __repr__(self) -> str:
         return f"Model({type(self.network).__name__}, prepared={self._prepared}, epoch={self.epoch})"
 
 
-def _make_precision(amp: Any, device: torch.device) -> Precision:
+def _batch_sizes(batch_size: Any) -> tuple[int, int]:
+    """``32`` -> ``(32, 32)``; ``(64, 256)`` -> train and eval batch sizes, as ``paddle.Model.fit`` takes them."""
+    if isinstance(batch_size, (tuple, list)):
+        if len(batch_size) != 2:
+            raise ValueError(bad_argument("batch_size", batch_size, "an int or (train_batch_size, eval_batch_size)",
+                                          "write batch_size=(64, 256)"))
+        return check_int("batch_size", batch_size[0]), check_int("batch_size", batch_size[1])
+    return check_int("batch_size", batch_size), batch_size
+
+
+def _make_precision(amp: Any, device: torch.device) -> PrecisionPlugin:
     if amp is None or amp is False:
-        return Precision()
-    try:
-        from sampan.amp.plugin import make_precision
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("sampan.amp"):
-            raise ValueError(bad_argument("amp", amp, "None in this version (sampan.amp is not installed)")) from exc
-        raise
+        return PrecisionPlugin()
+    from sampan.amp.plugin import make_precision
+
     return make_precision(amp, device)
 
 
@@ -397,10 +545,6 @@ def _make_strategy(strategy: Any) -> Strategy:
     distributed = strategy is not None or int(os.environ.get("WORLD_SIZE", "1")) > 1
     if not distributed:
         return Strategy()
-    try:
-        from sampan.distributed.strategy import make_strategy
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("sampan.distributed"):
-            raise ValueError(bad_argument("strategy", strategy, "None in this version (no sampan.distributed)")) from exc
-        raise
+    from sampan.distributed.strategy import make_strategy  # loads torch.distributed only when distributed
+
     return make_strategy(strategy)

@@ -1,21 +1,34 @@
 """``create_predictor(config) -> Predictor``: serve an exported model from NumPy arrays."""
 from __future__ import annotations
 
-import statistics
-import time
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
-from sampan.errors import SampanError, bad_argument
+from sampan.errors import SampanError, UnsafeFileError, bad_argument
 from sampan.inference.config import Config
 from sampan.jit import _artifacts as art
 from sampan.jit._specs import allclose, check_inputs, example_inputs, max_abs_diff
 from sampan.spec import InputSpec
 
 _FORMAT = {"pt2": "pt2", "aoti": "aoti", "onnxruntime": "onnx"}
+
+
+@dataclass
+class Candidate:
+    """One backend the :class:`Predictor` considered: its latency and why it was or was not chosen."""
+
+    name: str
+    latency_s: float | None = None
+    chosen: bool = False
+    reason: str = ""
+
+    def __str__(self) -> str:
+        latency = f"{self.latency_s * 1e3:.3g} ms" if self.latency_s is not None else "not timed"
+        return f"{'*' if self.chosen else ' '} {self.name:<12} {latency:>12}  {self.reason}"
 
 
 class _TorchBackend:
@@ -84,6 +97,8 @@ class Predictor:
         backend: the backend in use (``"pt2"``, ``"aoti"`` or ``"onnxruntime"``).
         timings: seconds per call of each verified candidate measured by ``backend="auto"``.
         rejected: candidates that failed to load or disagreed with the others, with the reason.
+        candidates: every :class:`Candidate` considered, with its latency and the reason it was
+            (``chosen``) or was not chosen; :meth:`report` prints them.
     """
 
     def __init__(self, config: Config):
@@ -95,6 +110,7 @@ class Predictor:
                        [(i, d) for i, d in enumerate(s.shape) if d is not None]) for s in self._specs]
         self.timings: dict[str, float] = {}
         self.rejected: dict[str, str] = {}
+        self.candidates: list[Candidate] = []
         if config.use_gpu() and not torch.cuda.is_available():
             raise ValueError("Config.enable_use_gpu() was called but no CUDA device is available. "
                              "HINT: call config.disable_gpu() to run on the CPU.")
@@ -111,24 +127,52 @@ class Predictor:
                 file = art.check_artifact(self.config.prefix, self._meta, _FORMAT[name])
                 loaded[name] = _load_backend(name, file, self.config, self._specs)
             except Exception as exc:
-                if len(names) == 1:
-                    raise
+                if len(names) == 1 or (isinstance(exc, UnsafeFileError) and name != "aoti"):
+                    raise  # a file that would run code means the folder was tampered with: say so, do not fall back
                 self.rejected[name] = f"{type(exc).__name__}: {exc}"
         if not loaded:
             raise SampanError(f"No backend could load {str(self.config.prefix)!r}: {self.rejected}")
         if len(loaded) == 1:
-            return next(iter(loaded.items()))
+            name = next(iter(loaded))
+            why = "requested by Config.set_backend" if self.config.backend != "auto" else "the only one that loaded"
+            self._record(names, {}, name, why)
+            return name, loaded[name]
         sample = [t.numpy() for t in example_inputs(self._specs, batch=1, seed=2)]
         outputs = {name: run(sample) for name, run in loaded.items()}
-        reference = outputs[next(iter(outputs))]
+        # the first artifact is torch.export's program of the eager model (checked against eager when saved)
+        first = next(iter(outputs))
+        reference = outputs[first]
         for name in list(loaded):
             if not allclose(outputs[name], reference, rtol=1e-3, atol=1e-4):
-                self.rejected[name] = f"disagrees with {next(iter(outputs))} by {max_abs_diff(outputs[name], reference):.3g}"
+                self.rejected[name] = f"disagrees with {first} by {max_abs_diff(outputs[name], reference):.3g}"
                 warnings.warn(f"Predictor: the {name} backend disagrees with the others; not using it.", RuntimeWarning)
                 del loaded[name]
         self.timings = _time_each(loaded, sample)
         best = min(self.timings, key=self.timings.get)
+        self._record(names, self.timings, best, "fastest of the verified backends")
         return best, loaded[best]
+
+    def _record(self, names: list[str], timings: dict[str, float], best: str, why: str) -> None:
+        for name in names:
+            if name == best:
+                reason = why
+            elif name in self.rejected:
+                reason = f"rejected: {self.rejected[name]}"
+            else:
+                reason = f"slower than {best}"
+            self.candidates.append(Candidate(name, timings.get(name), name == best, reason))
+
+    def report(self) -> str:
+        """Each candidate backend, its latency at batch 1 and why it was or was not chosen.
+
+        Example:
+            >>> print(predictor.report())  # doctest: +SKIP
+            Predictor candidates (latency at batch 1, timed interleaved):
+            * onnxruntime     0.0412 ms  fastest of the verified backends
+              pt2              0.215 ms  slower than onnxruntime
+        """
+        head = "Predictor candidates (latency at batch 1, timed interleaved):"
+        return "\n".join([head, *(str(c) for c in self.candidates)])
 
     # -- Paddle-style API --------------------------------------------------------------------------
     def get_input_names(self) -> list[str]:
@@ -185,15 +229,10 @@ def _as_array(value: Any, index: int, spec: InputSpec) -> np.ndarray:
 
 
 def _time_each(runners: dict[str, Callable], sample: list[np.ndarray], repeat: int = 7) -> dict[str, float]:
-    for run in runners.values():
-        run(sample)
-    times: dict[str, list[float]] = {k: [] for k in runners}
-    for _ in range(repeat):  # interleaved so that machine noise hits every candidate alike
-        for name, run in runners.items():
-            start = time.perf_counter()
-            run(sample)
-            times[name].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}
+    """Median seconds per call, candidates interleaved in a shuffled order (``sampan.utils.timing``)."""
+    from sampan.utils.timing import interleaved
+
+    return interleaved({name: (lambda run=run: run(sample)) for name, run in runners.items()}, repeat=repeat)
 
 
 def create_predictor(config: Config) -> Predictor:

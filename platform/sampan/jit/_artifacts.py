@@ -21,7 +21,7 @@ from typing import Any, Literal
 import torch
 
 from sampan._version import __version__
-from sampan.errors import CheckpointError, bad_argument
+from sampan.errors import CheckpointError, UnsafeFileError, bad_argument
 from sampan.spec import InputSpec
 from sampan.utils.io import atomic_write_json
 
@@ -141,7 +141,12 @@ def check_artifact(prefix: Path, meta: dict[str, Any], fmt: Format) -> Path:
             f"{os.fspath(prefix)!r} has no {fmt!r} artifact (exported: {', '.join(have)}). "
             f"HINT: export it with sampan.jit.save(..., format={fmt!r}) or `sampan export --format {fmt}`.",
             path=os.fspath(prefix))
-    file = prefix.parent / entry["file"]
+    file = prefix.parent / str(entry.get("file"))
+    if entry.get("file") != artifact_path(prefix, fmt).name:
+        raise UnsafeFileError(
+            f"{os.fspath(meta_path(prefix))!r} names the {fmt} file {entry.get('file')!r}; the {fmt} file of "
+            f"{os.fspath(prefix)!r} is {artifact_path(prefix, fmt).name!r} in the same folder. HINT: export the "
+            "model again; do not edit the metadata by hand.", path=os.fspath(meta_path(prefix)), entry=fmt)
     if not file.exists():
         raise MissingModelError(f"The {fmt} model file {os.fspath(file)!r} listed in "
                                 f"{os.fspath(meta_path(prefix))!r} does not exist. HINT: export the model again.",
@@ -155,4 +160,17 @@ def check_artifact(prefix: Path, meta: dict[str, Any], fmt: Format) -> Path:
             f"{os.fspath(file)!r} was exported with torch {meta.get('torch')} but this is torch "
             f"{torch.__version__}; {fmt} files are only readable by the torch that wrote them. "
             "HINT: export again with this torch, or use the ONNX file.", path=os.fspath(file))
+    _check_safe(file, fmt, entry["sha256"])
     return file
+
+
+def _check_safe(file: Path, fmt: Format, digest: str) -> None:
+    """Nothing in the file may run code when loaded (the checksum only proves it matches its own meta file)."""
+    from sampan.jit import _safety
+
+    if fmt == "pt2":
+        _safety.check_pt2(file)
+    elif fmt == "aoti":
+        _safety.check_aoti(file, digest)
+    else:
+        _safety.check_onnx(file)

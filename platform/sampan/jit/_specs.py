@@ -6,35 +6,7 @@ from typing import Any, Sequence
 import torch
 
 from sampan.errors import bad_argument
-from sampan.spec import InputSpec
-
-
-def normalize_specs(input_spec: Any, *, argument: str = "input_spec") -> list[InputSpec] | None:
-    """Turns ``None``, one ``InputSpec``, a tensor or a list of either into a list of named specs.
-
-    Tensors become specs with a dynamic batch dimension. Unnamed specs are named
-    ``input_0``, ``input_1``, ... so that exported graphs and errors can name them.
-    """
-    if input_spec is None:
-        return None
-    items: Sequence = input_spec if isinstance(input_spec, (list, tuple)) else [input_spec]
-    if not items:
-        raise ValueError(bad_argument(argument, input_spec, "a non-empty list of sampan.InputSpec",
-                                      "write input_spec=[sampan.InputSpec([None, 1, 28, 28], 'float32', 'image')]"))
-    specs = []
-    for i, item in enumerate(items):
-        if isinstance(item, torch.Tensor):
-            item = InputSpec.from_tensor(item, name=f"input_{i}")
-        if not isinstance(item, InputSpec):
-            raise TypeError(bad_argument(argument, input_spec, "an InputSpec or a list of InputSpec",
-                                         "write input_spec=[sampan.InputSpec([None, 1, 28, 28], 'float32', 'image')]"))
-        if item.name is None:
-            item = InputSpec(item.shape, item.dtype, f"input_{i}")
-        specs.append(item)
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise ValueError(bad_argument(argument, names, "InputSpecs with distinct names", "rename the inputs"))
-    return specs
+from sampan.spec import InputSpec, example_inputs, normalize_specs  # one home: sampan.spec
 
 
 def require_specs(input_spec: Any, *, what: str) -> list[InputSpec]:
@@ -44,16 +16,6 @@ def require_specs(input_spec: Any, *, what: str) -> list[InputSpec]:
                                       "shapes)", "write input_spec=[sampan.InputSpec([None, 1, 28, 28], "
                                       "'float32', 'image')]"))
     return specs
-
-
-def example_inputs(specs: list[InputSpec], *, batch: int = 2, fill: int = 8, seed: int = 0) -> tuple[torch.Tensor, ...]:
-    """Deterministic example tensors for ``specs`` (dynamic dims take ``batch`` for dim 0, else ``fill``)."""
-    state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(seed)
-        return tuple(s.example(batch=batch, fill=fill) for s in specs)
-    finally:
-        torch.random.set_rng_state(state)
 
 
 def check_inputs(specs: list[InputSpec], values: Sequence[Any], *, where: str = "input") -> None:
@@ -110,3 +72,42 @@ def allclose(a: Any, b: Any, *, rtol: float, atol: float) -> bool:
     return len(fa) == len(fb) and all(
         x.shape == y.shape and torch.allclose(x.detach().double().cpu(), y.detach().double().cpu(), rtol=rtol, atol=atol)
         for x, y in zip(fa, fb))
+
+
+def run_on_examples(layer: torch.nn.Module, specs: list[InputSpec], examples: Sequence[torch.Tensor]) -> Any:
+    """``layer(*examples)``; when the network cannot take inputs shaped by ``specs``, a ``ValueError``
+    names the specs, the example shapes and the innermost layer that failed (instead of a raw conv or
+    matmul error).
+
+    Example:
+        >>> net = torch.nn.Linear(4, 2)
+        >>> run_on_examples(net, [InputSpec([None, 4], "float32", "x")], (torch.ones(2, 4),)).shape
+        torch.Size([2, 2])
+    """
+    names = {module: name for name, module in layer.named_modules()}
+    entered: list[torch.nn.Module] = []  # the layers running now, innermost last
+
+    def enter(module: torch.nn.Module, _args: Any) -> None:
+        entered.append(module)
+
+    def leave(module: torch.nn.Module, _args: Any, _out: Any) -> None:
+        if entered and entered[-1] is module:
+            entered.pop()
+
+    handles = [h for m in names for h in (m.register_forward_pre_hook(enter), m.register_forward_hook(leave))]
+    try:
+        return layer(*examples)
+    except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+        failed = entered[-1] if entered else layer
+        where = names.get(failed) or "the network itself"
+        given = ", ".join(f"{s.name} {s.to_list()} {s.dtype} (example {list(e.shape)})"
+                          for s, e in zip(specs, examples) if isinstance(e, torch.Tensor))
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise ValueError(
+            f"Expected `input_spec` to describe inputs {type(layer).__name__} can take. Received: {given}; "
+            f"layer `{where}` ({type(failed).__name__}) refused them: {first}. HINT: fix the InputSpec's shape "
+            f"or dtype to what the network's first layers expect (e.g. channels, features), or check the "
+            f"layer.") from exc
+    finally:
+        for handle in handles:
+            handle.remove()

@@ -67,11 +67,14 @@ class ExplainReport:
         graph_count: graphs the model was cut into (1 means one static graph).
         breaks: the graph breaks with reasons, source lines and hints.
         op_count: operators captured in all graphs.
+        choices: for a ``to_static`` layer, the path kept per input shape (``"compiled"`` or
+            ``"eager"``, whichever measured faster after warm-up), keyed by the shapes.
     """
 
     graph_count: int
     breaks: list[GraphBreak] = field(default_factory=list)
     op_count: int = 0
+    choices: dict[str, Any] = field(default_factory=dict)
 
     @property
     def graph_break_count(self) -> int:
@@ -85,9 +88,12 @@ class ExplainReport:
     def __str__(self) -> str:
         head = (f"{self.graph_count} graph(s), {self.graph_break_count} graph break(s), "
                 f"{self.op_count} op(s) captured.")
-        if not self.breaks:
-            return head + " The whole forward is one static graph."
-        return head + "\n" + "\n".join(str(b) for b in self.breaks)
+        text = head + (" The whole forward is one static graph." if not self.breaks else
+                       "\n" + "\n".join(str(b) for b in self.breaks))
+        if self.choices:
+            text += "\nto_static runs, per input shape (the faster path, measured after warm-up):"
+            text += "".join(f"\n- {shape}: {choice}" for shape, choice in self.choices.items())
+        return text
 
     def _repr_pretty_(self, p, cycle):  # IPython shows the readable form
         p.text(str(self))
@@ -147,5 +153,10 @@ def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> Exp
     target = original.original if original is not None else layer
     with torch.no_grad():
         result = torch._dynamo.explain(target)(*example_inputs, **example_kwargs)
+    choices = {_shapes(key): choice for key, choice in getattr(original, "choices", {}).items()}
     return ExplainReport(graph_count=int(result.graph_count), breaks=_breaks_from(list(result.break_reasons)),
-                         op_count=int(result.op_count))
+                         op_count=int(result.op_count), choices=choices)
+
+
+def _shapes(key: tuple) -> str:
+    return ", ".join(f"{list(shape)} {str(dtype).replace('torch.', '')}" for shape, dtype in key)

@@ -11,9 +11,11 @@ from torch import nn
 
 from sampan.errors import CheckpointError, SampanError, bad_argument
 from sampan.jit import _artifacts as art
+from sampan.jit import _safety
 from sampan.jit._specs import (allclose, check_inputs, example_inputs, export_dynamic_shapes, flatten_outputs,
-                               max_abs_diff, require_specs)
+                               max_abs_diff, require_specs, run_on_examples)
 from sampan.spec import InputSpec
+from sampan.utils.modes import eval_mode
 
 
 class ExportMismatchError(SampanError):
@@ -112,14 +114,8 @@ def save(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSp
     if isinstance(layer, torch.export.ExportedProgram):  # already exported: package it as it is
         return _save(layer.module(), art.prefix_of(path), specs, format, output_names, examples, verify, rtol,
                      atol, device, program=layer)
-    with eager_forward(layer):
-        was_training = layer.training
-        layer.eval()
-        try:
-            return _save(layer, art.prefix_of(path), specs, format, output_names, examples, verify, rtol, atol,
-                         device)
-        finally:
-            layer.train(was_training)
+    with eager_forward(layer), eval_mode(layer):
+        return _save(layer, art.prefix_of(path), specs, format, output_names, examples, verify, rtol, atol, device)
 
 
 def _save(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol, device, program=None) -> Path:
@@ -128,7 +124,7 @@ def _save(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol,
     layer = layer.to(device)
     examples = tuple(e.to(device) for e in examples)
     with torch.no_grad():
-        outputs = flatten_outputs(layer(*examples))
+        outputs = flatten_outputs(run_on_examples(layer, specs, examples))  # names spec and layer on failure
     names = list(output_names) if output_names else [f"output_{i}" for i in range(len(outputs))]
     if len(names) != len(outputs):
         raise ValueError(bad_argument("output_names", list(names), f"{len(outputs)} name(s), one per output"))
@@ -141,6 +137,7 @@ def _save(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol,
         atomic_write(file, lambda tmp: torch.export.save(program, tmp))
     else:
         _aoti_package(program, file, device)
+        _safety.trust_aoti(art.sha256(file))  # compiled here, by this user: sampan.jit.load may open it
     check: dict[str, Any] = {}
     if verify:
         sample = tuple(e.to(device) for e in example_inputs(specs, batch=3, seed=1))

@@ -1,6 +1,7 @@
 """``sampan.jit.to_static``: develop with the dynamic graph, run a compiled static one (``torch.compile``)."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import types
@@ -40,10 +41,12 @@ class StaticFunction:
         max_abs_diff: the largest difference found by that comparison.
         compile_seconds: wall time of the first (compiling) call.
         fallback_reason: why it fell back to eager (with the graph breaks), or None.
+        choices: with ``pick_faster``, one :class:`PathChoice` per inference input shape: the compiled
+            and eager times measured after warm-up and the path kept for that shape.
     """
 
     def __init__(self, fn: Callable, *, layer: nn.Module | None, input_spec, backend: str, full_graph: bool,
-                 verify: bool, freezing: bool | None, rtol: float, atol: float):
+                 verify: bool, freezing: bool | None, rtol: float, atol: float, pick_faster: bool = True):
         self.original = fn
         self.layer = layer
         self.input_spec = normalize_specs(input_spec)
@@ -57,6 +60,8 @@ class StaticFunction:
         self.max_abs_diff: float | None = None
         self.compile_seconds: float | None = None
         self.fallback_reason: str | None = None
+        self.pick_faster = pick_faster
+        self.choices: dict[tuple, PathChoice] = {}
         self._sampan_static = self
         self._compiled: dict[bool, Callable] = {}
         self._frozen_fingerprint: tuple | None = None
@@ -113,8 +118,36 @@ class StaticFunction:
         """Folds the current weights into a new frozen graph at the next inference call (after training)."""
         self._compiled.pop(True, None)
         self._frozen_fingerprint = None
+        self.choices.clear()
 
     def _run_compiled(self, args: tuple, kwargs: dict) -> Any:
+        try:
+            return self._call_compiled(args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - only torch's recompile limit is handled here
+            if not _is_recompile_limit(exc):
+                raise
+            return self._past_recompile_limit(args, kwargs)
+
+    def _past_recompile_limit(self, args: tuple, kwargs: dict) -> Any:
+        """Many models of one class in one process (a course, a sweep) share ``forward``'s code object,
+        and torch keeps at most ``recompile_limit`` graphs per code object. Drop that code's old graphs
+        (of models built earlier) once and compile again; should the limit be hit again, run eagerly."""
+        code = getattr(self.original, "__code__", None)
+        if code is not None and not getattr(self, "_recompile_reset", False):
+            self._recompile_reset = True
+            torch._C._dynamo.eval_frame.reset_code(code)
+            try:
+                return self._call_compiled(args, kwargs)
+            except Exception as exc:  # noqa: BLE001
+                if not _is_recompile_limit(exc):
+                    raise
+        self.status = "eager"
+        self.fallback_reason = (f"torch's recompile limit ({torch._dynamo.config.recompile_limit} graphs per "
+                                f"function) was reached for {self._name()}")
+        _warn_recompile_limit_once(self.fallback_reason)
+        return self.original(*args, **kwargs)
+
+    def _call_compiled(self, args: tuple, kwargs: dict) -> Any:
         frozen = self._use_frozen(self._module(args))
         self._mark_dynamic(args)
         if frozen:
@@ -126,14 +159,45 @@ class StaticFunction:
         return self._compiled_fn(False)(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.status == "eager":
+        if self.status == "eager" or _analysis_mode_on():
             return self.original(*args, **kwargs)
         if self.status == "compiled":
+            key = self._choice_key(args)
+            choice = self.choices.get(key) if key is not None else None
+            if choice is not None and choice.path == "eager":
+                return self.original(*args, **kwargs)
             out = self._run_compiled(args, kwargs)
             if self.verify and self.verified is None:
                 self._verify(args, kwargs, out)
+            if key is not None and choice is None:
+                self._choose(key, args, kwargs)
             return out
         return self._first_call(args, kwargs)
+
+    # -- the faster path per input shape -----------------------------------------------------------
+    def _choice_key(self, args: tuple) -> tuple | None:
+        """The input shapes of an inference call (no gradients, layer in eval mode), or None."""
+        if not self.pick_faster or torch.is_grad_enabled():
+            return None
+        module = self._module(args)
+        if module is not None and module.training:
+            return None
+        return tuple((tuple(a.shape), a.dtype) for a in args if isinstance(a, torch.Tensor))
+
+    def _choose(self, key: tuple, args: tuple, kwargs: dict) -> None:
+        """Times compiled against eager on this call's inputs (after warm-up) and keeps the faster.
+
+        Compiled code is not always faster: for a small model at batch 1, the compiled call's fixed
+        overhead (guards, wrappers) can exceed the work it saves. About half a second per shape.
+        """
+        from sampan.utils.timing import interleaved
+
+        runs = {"compiled": lambda: self._run_compiled(args, kwargs), "eager": lambda: self.original(*args, **kwargs)}
+        probe = interleaved(runs, repeat=1, warmup=1)
+        repeat = int(min(25, max(5, 0.5 / max(sum(probe.values()), 1e-9))))
+        times = interleaved(runs, repeat=repeat, warmup=0)
+        path = "eager" if times["eager"] < times["compiled"] else "compiled"
+        self.choices[key] = PathChoice(path, times["compiled"], times["eager"])
 
     def _first_call(self, args: tuple, kwargs: dict) -> Any:
         start = time.perf_counter()
@@ -142,6 +206,8 @@ class StaticFunction:
         except Exception as exc:  # compilation failed: is it the model or the compiler?
             return self._fall_back(args, kwargs, exc)
         self.compile_seconds = time.perf_counter() - start
+        if self.status == "eager":  # past torch's recompile limit: ran eagerly, already said so
+            return out
         self.status = "compiled"
         if self.verify:
             self._verify(args, kwargs, out)
@@ -186,6 +252,19 @@ class StaticFunction:
         return getattr(self.original, "__qualname__", "function")
 
 
+@dataclasses.dataclass(frozen=True)
+class PathChoice:
+    """Which path :class:`StaticFunction` runs for one input shape, and the medians that decided it."""
+
+    path: Literal["compiled", "eager"]
+    compiled_seconds: float
+    eager_seconds: float
+
+    def __str__(self) -> str:
+        return (f"{self.path} (compiled {self.compiled_seconds * 1e3:.3g} ms, eager {self.eager_seconds * 1e3:.3g} ms, "
+                f"speed-up {self.eager_seconds / self.compiled_seconds:.2f}x)")
+
+
 class _FrozenBackend:
     """``backend`` under a new identity: Dynamo keeps compiled graphs per backend object, so each frozen
     generation (and the unfrozen graph) gets a cache of its own. Freezing itself is switched on around
@@ -198,6 +277,33 @@ class _FrozenBackend:
         return self.backend(graph_module, example_inputs)
 
 
+def _analysis_mode_on() -> bool:
+    """A dispatch mode such as ``FlopCounterMode`` (FLOP counts, summaries) is active: Dynamo skips every
+    frame under it, so that call runs eagerly; compiling is tried again at the next ordinary call."""
+    from torch.utils._python_dispatch import is_in_torch_dispatch_mode
+
+    return is_in_torch_dispatch_mode(include_infra_modes=False)
+
+
+def _is_recompile_limit(exc: BaseException) -> bool:
+    limit_hit = getattr(getattr(torch._dynamo, "exc", None), "FailOnRecompileLimitHit", None)
+    return limit_hit is not None and isinstance(exc, limit_hit)
+
+
+_RECOMPILE_WARNED: list[bool] = []
+
+
+def _warn_recompile_limit_once(reason: str) -> None:
+    """One warning per process, however many models fall back (a sweep builds dozens)."""
+    if _RECOMPILE_WARNED:
+        return
+    _RECOMPILE_WARNED.append(True)
+    warnings.warn(f"to_static: {reason}, so models built from now on may run eagerly (dynamic graph): "
+                  f"results are the same, only slower. HINT: build fewer models of one class per process "
+                  f"(restart the kernel between sweeps), or raise torch._dynamo.config.recompile_limit.",
+                  RuntimeWarning, stacklevel=5)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
@@ -205,7 +311,7 @@ def _first_line(exc: BaseException) -> str:
 
 def to_static(layer_or_function: Callable | None = None, input_spec=None, *, backend: str = "inductor",
               full_graph: bool = False, verify: bool = True, freezing: bool | None = None,
-              rtol: float = 1e-3, atol: float = 1e-4):
+              rtol: float = 1e-3, atol: float = 1e-4, pick_faster: bool = True):
     """Compiles a layer's ``forward`` or a function with ``torch.compile`` (``paddle.jit.to_static``).
 
     ``None`` dimensions of ``input_spec`` become dynamic (``torch._dynamo.mark_dynamic``), so
@@ -226,6 +332,10 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
         verify: compare the first compiled (eval-mode) output with eager within ``rtol`` / ``atol``
             and warn when they differ.
         freezing: inductor ``freezing`` for inference calls; default on for ``"inductor"``.
+        pick_faster: at the first inference call of each input shape (after compiling), time the
+            compiled and the eager forward side by side and keep the faster one for that shape,
+            so compiling never makes a call slower; the choices are in ``forward.choices`` and in
+            :func:`sampan.jit.explain`. Training calls always run compiled.
 
     Example:
         >>> net = sampan.jit.to_static(LeNet(), input_spec=[sampan.InputSpec([None, 1, 28, 28])])  # doctest: +SKIP
@@ -234,7 +344,7 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
     if not isinstance(backend, str) and not callable(backend):
         raise TypeError(bad_argument("backend", backend, "a torch.compile backend name such as 'inductor'"))
     options = dict(input_spec=input_spec, backend=backend, full_graph=full_graph, verify=verify,
-                   freezing=freezing, rtol=rtol, atol=atol)
+                   freezing=freezing, rtol=rtol, atol=atol, pick_faster=pick_faster)
     if layer_or_function is None:
         return lambda target: to_static(target, **options)
     if isinstance(layer_or_function, StaticFunction):

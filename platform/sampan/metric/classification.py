@@ -1,8 +1,13 @@
 """Classification metrics as thin wrappers of torchmetrics' multiclass / binary metrics.
 
-The number of classes is read from the first batch of logits (``[N, C]``), so
-``Accuracy()`` works without being told ``num_classes``. A single logit column
-(``[N]`` or ``[N, 1]``) means a binary task scored with a sigmoid.
+The number of classes is read from the first batch of logits (``[N, C]``, or
+``[N, T, C]`` with the classes last as Paddle has them), so ``Accuracy()`` works
+without being told ``num_classes``. Labels may be class indices (``[N]``,
+``[N, 1]``, ``[N, T, 1]``) or one-hot rows shaped like the outputs. A single
+column (``[N]`` or ``[N, 1]``) means a binary task: values in [0, 1] are
+probabilities, others logits (a sigmoid is applied), and a probability of exactly
+0.5 counts as positive, as in Paddle (torchmetrics alone would count it negative).
+Like Paddle's, ``update`` also takes NumPy arrays.
 """
 from __future__ import annotations
 
@@ -21,6 +26,48 @@ def _num_classes(outputs: torch.Tensor) -> int:
     return 1 if outputs.ndim == 1 or outputs.shape[-1] == 1 else int(outputs.shape[-1])
 
 
+def _as_tensor(value: Any, argument: str) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(bad_argument(argument, value, "a tensor or a NumPy array")) from exc
+
+
+def flatten_pair(outputs: Any, labels: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Paddle's layouts -> torchmetrics': classes last flattened to ``[M, C]``, labels to ``[M]`` indices.
+
+    One-hot labels (the outputs' shape, more than one class) become indices with ``argmax``.
+
+    Example:
+        >>> out, lab = flatten_pair(torch.zeros(2, 3, 4), torch.zeros(2, 3, 1, dtype=torch.long))
+        >>> list(out.shape), list(lab.shape)
+        ([6, 4], [6])
+    """
+    outputs, labels = _as_tensor(outputs, "outputs"), _as_tensor(labels, "labels")
+    classes = _num_classes(outputs)
+    if classes > 1 and labels.shape == outputs.shape:
+        labels = labels.argmax(-1)
+    if classes > 1 and outputs.ndim > 2:
+        outputs = outputs.reshape(-1, classes)
+    elif classes == 1:
+        outputs = outputs.reshape(-1)
+    labels = labels.reshape(-1)
+    if labels.numel() != outputs.shape[0]:
+        raise ValueError(f"Expected one label per prediction: outputs of shape {list(outputs.shape)} (after "
+                         f"flattening) but {labels.numel()} labels. HINT: labels must be class indices shaped "
+                         f"[N], [N, 1] or [..., 1], or one-hot shaped like the outputs.")
+    return outputs.float(), labels.long()
+
+
+def binary_probabilities(outputs: torch.Tensor) -> torch.Tensor:
+    """Values in [0, 1] are probabilities; anything else is a logit and goes through a sigmoid."""
+    if outputs.numel() and (outputs.min() < 0 or outputs.max() > 1):
+        return outputs.sigmoid()
+    return outputs
+
+
 class _TorchMetric(Metric):
     """Builds one torchmetrics object per reported value on the first ``update``."""
 
@@ -31,6 +78,7 @@ class _TorchMetric(Metric):
         self.num_classes = num_classes
         self._metrics: list[Any] | None = None
         self._device = torch.device("cpu")
+        self._seen = 0
 
     def _build(self, num_classes: int) -> list[Any]:
         raise NotImplementedError
@@ -41,19 +89,19 @@ class _TorchMetric(Metric):
             self._metrics = [m.to(self._device) for m in self._metrics]
         return self
 
-    def update(self, outputs: torch.Tensor, labels: torch.Tensor) -> None:
-        outputs = outputs.detach()
+    def update(self, outputs: Any, labels: Any) -> None:
+        outputs, labels = flatten_pair(outputs, labels)
         if self._metrics is None:
             classes = self.num_classes or _num_classes(outputs)
             self._metrics = [m.to(outputs.device) for m in self._build(classes)]
-        labels = labels.detach().reshape(-1).long() if labels.dtype != torch.long or labels.ndim != 1 else labels
-        if outputs.ndim > 1 and outputs.shape[-1] == 1:
-            outputs = outputs.reshape(-1)
+        if outputs.ndim == 1:  # binary: 0.5 is positive, as in Paddle (np.floor(p + 0.5))
+            outputs = (binary_probabilities(outputs) >= 0.5).long()
         for m in self._metrics:
-            m.update(outputs.float(), labels)
+            m.update(outputs, labels.to(outputs.device))
+        self._seen += labels.numel()
 
     def accumulate(self) -> list[Any]:
-        if self._metrics is None:
+        if self._metrics is None or not self._seen:
             return [0.0 for _ in self.names()]
         return [self._value(m.compute()) for m in self._metrics]
 
@@ -62,6 +110,7 @@ class _TorchMetric(Metric):
         return float(t) if t.numel() == 1 else t.cpu().tolist()
 
     def reset(self) -> None:
+        self._seen = 0
         if self._metrics is not None:
             for m in self._metrics:
                 m.reset()
@@ -172,3 +221,57 @@ class ConfusionMatrix(_TorchMetric):
         if num_classes == 1:
             return [tmc.BinaryConfusionMatrix(normalize=self.normalize, validate_args=False)]
         return [tmc.MulticlassConfusionMatrix(num_classes, normalize=self.normalize, validate_args=False)]
+
+
+class Auc(_TorchMetric):
+    """Area under the ROC (or precision-recall) curve (``paddle.metric.Auc``) on torchmetrics.
+
+    Takes Paddle's layout, ``[N, 2]`` class probabilities (or logits: a softmax is applied) with
+    labels ``[N]`` or ``[N, 1]``, and also one positive-class column ``[N]`` / ``[N, 1]`` of
+    probabilities or logits. ``curve="ROC"`` uses ``BinaryAUROC``; ``"PR"`` uses
+    ``BinaryAveragePrecision`` (the step-wise area, where Paddle interpolates linearly).
+
+    Args:
+        curve: ``"ROC"`` or ``"PR"``.
+        num_thresholds: bins of the streaming computation (constant memory, like Paddle's 4095);
+            ``None`` computes the exact area over every score kept in memory.
+        name: defaults to ``"auc"``.
+
+    Example:
+        >>> m = Auc()
+        >>> m.update(torch.tensor([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]), torch.tensor([0, 1, 1]))
+        >>> round(m.accumulate()[0], 3)
+        1.0
+    """
+
+    def __init__(self, curve: Literal["ROC", "PR"] = "ROC", num_thresholds: int | None = 4095, name: str | None = None):
+        if curve not in ("ROC", "PR"):
+            raise ValueError(bad_argument("curve", curve, "'ROC' or 'PR'"))
+        if num_thresholds is not None and (not isinstance(num_thresholds, int) or num_thresholds < 2):
+            raise ValueError(bad_argument("num_thresholds", num_thresholds, "an int >= 2, or None for the exact area"))
+        super().__init__(name, None)
+        self.curve, self.num_thresholds = curve, num_thresholds
+
+    def names(self) -> list[str]:
+        return [self._name or "auc"]
+
+    def _build(self, num_classes: int) -> list[Any]:
+        kind = tmc.BinaryAUROC if self.curve == "ROC" else tmc.BinaryAveragePrecision
+        return [kind(thresholds=self.num_thresholds, validate_args=False)]
+
+    def update(self, outputs: Any, labels: Any) -> None:
+        outputs, labels = _as_tensor(outputs, "outputs").float(), _as_tensor(labels, "labels").reshape(-1).long()
+        if outputs.ndim == 2 and outputs.shape[-1] == 2:
+            rows_are_probabilities = bool(((outputs >= 0) & (outputs <= 1)).all()) and torch.allclose(
+                outputs.sum(-1), torch.ones(len(outputs), device=outputs.device), atol=1e-3)
+            scores = outputs[:, 1] if rows_are_probabilities else outputs.softmax(-1)[:, 1]
+        elif outputs.ndim == 1 or (outputs.ndim == 2 and outputs.shape[-1] == 1):
+            scores = binary_probabilities(outputs.reshape(-1))
+        else:
+            raise ValueError(f"Auc is binary: expected outputs of shape [N, 2] (Paddle's layout) or [N] / [N, 1]. "
+                             f"Received outputs of shape {list(outputs.shape)}. HINT: for several classes use "
+                             f"torchmetrics.classification.MulticlassAUROC directly.")
+        if self._metrics is None:
+            self._metrics = [m.to(scores.device) for m in self._build(1)]
+        self._metrics[0].update(scores, labels.to(scores.device))
+        self._seen += labels.numel()

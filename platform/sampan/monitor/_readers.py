@@ -3,10 +3,11 @@ through psutil. Each reader degrades to an empty reading instead of raising, so 
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import torch
+
+from sampan.utils.host import host_figures
 
 _log = logging.getLogger("sampan.monitor")
 _MiB = 1024 * 1024
@@ -83,24 +84,10 @@ class GpuReader:
 
 
 class HostReader:
-    """This process's RSS, system memory and CPU percent (psutil); ``{}`` when psutil is missing."""
+    """This process's RSS, system memory and CPU percent (:func:`sampan.utils.host.host_figures`)."""
 
     def __init__(self) -> None:
-        try:
-            import psutil
-        except ImportError:
-            self._psutil = self._proc = None
-            _log.info("psutil is missing: no host figures. HINT: pip install psutil")
-            return
-        self._psutil = psutil
-        self._proc = psutil.Process(os.getpid())
-        self._proc.cpu_percent(None)  # prime: the first call always returns 0.0
-        psutil.cpu_percent(None)
+        host_figures()  # prime: the first CPU percent always reads 0.0
 
     def read(self) -> dict:
-        if self._proc is None:
-            return {}
-        vm = self._psutil.virtual_memory()
-        return {"rss": int(self._proc.memory_info().rss), "sys_used": int(vm.total - vm.available),
-                "sys_total": int(vm.total), "cpu": float(self._psutil.cpu_percent(None)),
-                "proc_cpu": float(self._proc.cpu_percent(None))}
+        return host_figures()

@@ -37,13 +37,9 @@ def _memory_probe(device: Any) -> tuple[str, Any]:
     statm = _statm_rss()
     if statm is not None:
         return "process RSS", statm
-    try:
-        import psutil
+    from sampan.utils.host import process_rss
 
-        proc = psutil.Process(os.getpid())
-        return "process RSS", lambda: proc.memory_info().rss
-    except ImportError:
-        return "nothing", None
+    return "process RSS", process_rss
 
 
 class MonitorCallback(Callback):

@@ -11,13 +11,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from sampan.errors import SampanError
+from sampan.errors import SampanError, first_line
 from sampan.jit import _artifacts as art
-from sampan.jit._specs import example_inputs, export_dynamic_shapes, flatten_outputs, require_specs
+from sampan.jit._specs import example_inputs, export_dynamic_shapes, flatten_outputs, require_specs, run_on_examples
 from sampan.jit.save_load import _check_outputs, eager_forward
 from sampan.spec import InputSpec
 from sampan.utils.imports import require
 from sampan.utils.io import atomic_path
+from sampan.utils.modes import eval_mode
 
 
 def ort_session(path: str | os.PathLike, *, threads: int | None = None, providers: Sequence[str] | None = None):
@@ -70,18 +71,14 @@ def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[Input
                             weights=art.weights_digest(reference))
         return file
     with eager_forward(layer):
-        was_training = layer.training
-        layer.eval()
-        try:
+        with eval_mode(layer):
             examples = tuple(examples) if examples is not None else example_inputs(specs, batch=2)
             with torch.no_grad():
-                n_out = len(flatten_outputs(layer(*examples)))
+                n_out = len(flatten_outputs(run_on_examples(layer, specs, examples)))
             names = list(output_names) if output_names else [f"output_{i}" for i in range(n_out)]
             _export_file(layer, examples, specs, names, file, opset_version, quiet)
             check = _verify(layer, file, specs, rtol, atol) if verify else {}
             weights = art.weights_digest(layer)
-        finally:
-            layer.train(was_training)
     art.record_artifact(prefix, "onnx", specs=specs, output_names=names, device="cpu", check=check,
                         weights=weights)
     return file
@@ -103,8 +100,7 @@ def _export_file(layer, examples, specs, names, file: Path, opset_version, quiet
             finally:
                 onnx_file.unlink(missing_ok=True)
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SampanError(f"torch.onnx.export could not export {type(layer).__name__}: {first}\n"
+        raise SampanError(f"torch.onnx.export could not export {type(layer).__name__}: {first_line(exc)}\n"
                           "HINT: check that torch.export works first (sampan.jit.save), and "
                           "sampan.jit.explain for graph breaks.") from exc
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sampan.errors import SampanError
-from sampan.utils.io import data_home
+from sampan.utils.io import zoo_dir
+
+__all__ = ["ArtifactMissingError", "artifact", "artifact_path", "missing_message", "zoo_dir"]
 
 
 class ArtifactMissingError(SampanError, FileNotFoundError):
@@ -22,11 +24,6 @@ class ArtifactMissingError(SampanError, FileNotFoundError):
     def __init__(self, message: str, *, name: str, path: Path, producer: str | None):
         super().__init__(message)
         self.name, self.path, self.producer = name, path, producer
-
-
-def zoo_dir() -> Path:
-    """``data_home() / "zoo"``."""
-    return data_home() / "zoo"
 
 
 def artifact_path(name: str) -> Path:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sampan.errors import SampanError
+from sampan.errors import SampanError, UnsafeFileError
 
 Mode = Literal["quick", "full"]
 MODES: tuple[str, ...] = ("quick", "full")
@@ -47,6 +47,18 @@ class PathManifestError(SampanError, ValueError):
         prefix = f"{self.file or 'path.yaml'}"
         prefix += f": {where}" if where else ""
         super().__init__(f"{prefix}: {message}")
+
+
+class UnsafeManifestEntryError(PathManifestError, UnsafeFileError):
+    """A lesson's notebook points outside the manifest's folder (absolute, ``..`` or a link leading out).
+
+    The path runner executes every notebook the manifest names; a manifest from someone else must not
+    make it run a file elsewhere on the machine. ``entry`` is the place in the manifest.
+    """
+
+    def __init__(self, message: str, *, file: str | Path | None = None, where: str = ""):
+        super().__init__(message, file=file, where=where)
+        self.path, self.entry = self.file, where
 
 
 @dataclass(frozen=True)
@@ -239,9 +251,14 @@ class _Parser:
         notebook = raw.get("notebook")
         if not isinstance(notebook, str) or not notebook.endswith(".ipynb"):
             raise self.fail(f"{where}.notebook", f"expected a relative path to an .ipynb file, got {notebook!r}")
-        if Path(notebook).is_absolute():
-            raise self.fail(f"{where}.notebook", f"expected a path relative to {self.file.parent}, got {notebook!r}")
         file = (self.file.parent / notebook).resolve()
+        if Path(notebook).is_absolute() or ".." in Path(notebook).parts \
+                or not file.is_relative_to(self.file.parent.resolve()):
+            raise UnsafeManifestEntryError(
+                f"the notebook {notebook!r} is outside the course folder {self.file.parent} (an absolute path, "
+                "'..' or a link leading out); the path runner executes the notebooks it names, so it runs only "
+                "notebooks inside that folder. HINT: give a path relative to the manifest's folder, without '..'",
+                file=self.file, where=f"{where}.notebook")
         lesson_id = self.ident(raw.get("id", Path(notebook).stem), f"{where}.id")
         where = f"{where} (lesson {lesson_id!r})"
         if self.check_files and not file.is_file():

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-from sampan.utils.io import atomic_write_json, data_home
+from sampan.utils.io import atomic_write_json, data_home, writing_data_home
 
 # set by the runner in a lesson's kernel: the runner, not the lesson, decides whether it passed
 RUNNER_ENV = "SAMPAN_PATH_RUNNER"
@@ -64,9 +64,12 @@ def update_progress(lesson_id: str, status: str, **fields: Any) -> dict[str, Any
 
     A failed run never erases an earlier pass: the entry keeps ``status="passed"``
     and notes ``last_failed_at``.
+
+    Raises:
+        sampan.errors.DataDirectoryError: ``$SAMPAN_DATA`` is a file or a folder that cannot be written.
     """
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    with _locked():
+    with writing_data_home("record your progress"), _locked():
         lessons = load_progress()
         old = lessons.get(lesson_id, {})
         if status == "failed" and old.get("status") == "passed":
@@ -75,7 +78,25 @@ def update_progress(lesson_id: str, status: str, **fields: Any) -> dict[str, Any
             entry = {"status": status, "at": now, **fields}
         lessons[lesson_id] = entry
         atomic_write_json(progress_file(), {"version": 1, "lessons": lessons})
+    _tell_hub(lesson_id, status)
     return entry
+
+
+def _tell_hub(lesson_id: str, status: str, exercises: dict[str, bool] | None = None) -> None:
+    """On a Sampan hub, also sends the event to the teacher dashboard (:mod:`sampan.hub.client`)."""
+    if not os.environ.get("SAMPAN_PROGRESS_URL"):
+        return
+    from sampan.hub.client import post_event
+
+    for name, ok in (exercises or {}).items():
+        post_event(lesson_id, "passed" if ok else "failed", exercise=name)
+    if status in ("started", "passed", "failed"):
+        post_event(lesson_id, status)
+
+
+def report_exercises(lesson_id: str, results: dict[str, bool]) -> None:
+    """Sends a lesson's exercise results to the teacher dashboard when running on a hub (else nothing)."""
+    _tell_hub(lesson_id, "", results)
 
 
 def reset_progress(lesson_id: str | None = None) -> None:

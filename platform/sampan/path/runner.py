@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import math
 import os
 import re
 import time
@@ -25,13 +26,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+from sampan.errors import SampanError, bad_argument
 from sampan.path.artifacts import artifact_path, missing_message
 from sampan.path.manifest import LearningPath, Lesson, load_path
 from sampan.path.progress import DONE_RECORD, RUNNER_ENV, update_progress
-from sampan.utils.io import data_home
+from sampan.utils.io import usable_data_home
 
 Status = Literal["passed", "failed", "skipped", "not_run"]
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class KernelNotFoundError(SampanError, LookupError):
+    """A lesson names a Jupyter kernel that is not installed; the message says how to install it."""
 
 
 @dataclass
@@ -111,7 +117,13 @@ def select_lessons(path: LearningPath, *, stage: str | None = None, lesson: str 
 def new_run_dir(output_dir: str | Path | None = None) -> Path:
     """A new, empty ``<output_dir>/<timestamp>`` folder (default ``./runs``); never an existing one."""
     parent = Path(output_dir) if output_dir is not None else Path.cwd() / "runs"
-    parent.mkdir(parents=True, exist_ok=True)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        problem = "it is a file" if parent.exists() else f"it cannot be created ({exc.strerror})"
+        raise ValueError(bad_argument("output_dir", str(output_dir), "a folder that receives the run folders",
+                                      f"{problem}; pass --output with a folder (new or existing), e.g. --output runs"
+                                      )) from None
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     for n in range(1000):
         candidate = parent / (stamp if n == 0 else f"{stamp}-{n}")
@@ -144,6 +156,11 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
 
     Returns:
         The :class:`RunReport`; ``report.ok`` is True when every lesson passed.
+
+    Raises:
+        ValueError: a bad ``timeout``, ``output_dir`` or ``data_dir`` (a file, say), before anything runs.
+        KernelNotFoundError: a lesson's kernel (or ``kernel_name``) is not installed.
+        sampan.errors.DataDirectoryError: ``$SAMPAN_DATA`` is a file or cannot be written.
     """
     from sampan.utils.imports import require
 
@@ -151,7 +168,9 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
     path = load_path(manifest)
     lessons = select_lessons(path, stage=stage, lesson=lesson)
     mode = "quick" if quick else "full"
-    data_dir = Path(data_dir).expanduser().resolve() if data_dir is not None else data_home().resolve()
+    _check_timeout(timeout)
+    data_dir = _data_dir(data_dir)
+    _check_kernels(lessons, kernel_name)
     params = {"QUICK": bool(quick), "DATA_DIR": str(data_dir), "SEED": int(path.seed if seed is None else seed)}
     report = RunReport(run_dir=new_run_dir(output_dir), mode=mode, started=_now(), parameters=params,
                        manifest=str(path.file))
@@ -178,6 +197,46 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
     report.finished = _now()
     write_report(report)
     return report
+
+
+def _check_timeout(timeout: Any) -> None:
+    number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+    if timeout is not None and not (number and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(bad_argument("timeout", timeout, "a number of seconds greater than 0, or None",
+                                      "pass timeout=600, or None to use each lesson's timeout from path.yaml"))
+
+
+def _data_dir(data_dir: str | Path | None) -> Path:
+    """The lessons' data folder: ``data_dir`` or the data home, refused when it is a file."""
+    if data_dir is None:
+        return usable_data_home("run the learning path").resolve()
+    folder = Path(data_dir).expanduser().resolve()
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(bad_argument("data_dir", str(data_dir), "a folder (the lessons' DATA_DIR and SAMPAN_DATA)",
+                                      "it is a file; pass --data-dir with a folder, or leave it out to use "
+                                      "$SAMPAN_DATA"))
+    return folder
+
+
+def _check_kernels(lessons: list[Lesson], kernel_name: str | None) -> None:
+    """Refuses, before anything runs, a kernel that is not installed (papermill would fail every lesson)."""
+    import nbformat
+    from jupyter_client.kernelspec import find_kernel_specs
+
+    installed = find_kernel_specs()
+    names = ", ".join(sorted(installed)) or "none"
+    if kernel_name is not None and kernel_name not in installed:
+        raise KernelNotFoundError(bad_argument("kernel_name", kernel_name, f"an installed Jupyter kernel ({names})",
+                                               "pass --kernel with one of those, or leave it out to use the "
+                                               "kernel each lesson names"))
+    for lesson in lessons:
+        name = kernel_name or nbformat.read(lesson.notebook, as_version=4).metadata.get("kernelspec", {}).get("name")
+        if name and name not in installed:
+            how = ("run `sampan kernel install` (it installs the 'Sampan (Python 3)' kernel into this environment)"
+                   if name == "sampan" else f"install the {name!r} kernel, or pass --kernel with an installed one")
+            raise KernelNotFoundError(
+                f"Lesson {lesson.id!r} needs the Jupyter kernel {name!r}, which is not installed here "
+                f"(installed: {names}). HINT: {how}, then run again.")
 
 
 def _run_lesson(lesson: Lesson, result: LessonResult, path: LearningPath, report: RunReport,
@@ -226,6 +285,7 @@ def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
         current[0] = cell
         return max(1, int(deadline - time.monotonic()))
 
+    os.environ["SAMPAN_LESSON"] = lesson.id  # the lesson's fits are recorded runs tagged with it (sampan.experiments)
     try:
         pm.execute_notebook(str(lesson.notebook), str(out), parameters=params, kernel_name=kernel_name,
                             progress_bar=False, cwd=str(out.parent), timeout_func=remaining,
@@ -237,9 +297,10 @@ def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
         return {"cell_index": index, "execution_count": cell.get("execution_count") if cell else None,
                 "source": _src(cell), "ename": "TimeoutError",
                 "evalue": f"lesson {lesson.id!r} exceeded its timeout of {limit:g} s", "traceback": ""}
-    except Exception as exc:  # kernel died, no such kernel, unreadable notebook ...
-        return {"cell_index": None, "execution_count": None, "source": "", "ename": type(exc).__name__,
-                "evalue": _strip(str(exc)), "traceback": ""}
+    except Exception as exc:  # kernel died, unreadable notebook ...: name the cell that was running, if any
+        cell = current[0]
+        return {"cell_index": _cell_index(out, cell), "execution_count": cell.get("execution_count") if cell else None,
+                "source": _src(cell), "ename": type(exc).__name__, "evalue": _strip(str(exc)), "traceback": ""}
     return None
 
 
@@ -292,7 +353,8 @@ def _judge(lesson: Lesson, result: LessonResult, mode: str) -> None:
     if result.error is not None:
         result.status = "failed"
         cell = result.error.get("cell_index")
-        where = f"cell {cell}" if cell is not None else "before any cell ran"
+        where = (f"cell {cell}" if cell is not None else "a cell" if result.error.get("source")
+                 else "before any cell ran")
         result.reason = f"{result.error['ename']} in {where}: {result.error['evalue']}"
     elif problems:
         result.status, result.reason = "failed", "; ".join(problems)
@@ -311,7 +373,7 @@ def _blocked_by(lesson: Lesson, path: LearningPath, failed: set[str]) -> str:
 @contextlib.contextmanager
 def _lesson_env(data_dir: Path) -> Iterator[None]:
     """``SAMPAN_DATA`` and the runner flag for the lessons' kernels (inherited from this process)."""
-    saved = {k: os.environ.get(k) for k in ("SAMPAN_DATA", RUNNER_ENV)}
+    saved = {k: os.environ.get(k) for k in ("SAMPAN_DATA", RUNNER_ENV, "SAMPAN_LESSON")}
     os.environ["SAMPAN_DATA"] = str(data_dir)
     os.environ[RUNNER_ENV] = "1"
     try:

@@ -12,12 +12,14 @@ Example:
     >>> any(r["name"] == "aten::mm" for r in prof.summary(print_table=False, row_limit=0))
     True
 """
-from sampan.profiler.breakdown import PHASES, StepTimer
+from sampan.profiler.breakdown import StepTimer
+from sampan.profiler.phases import PHASES, PhaseClock
 from sampan.profiler.profiler import Profiler, ProfilerCallback, export_chrome_tracing, make_scheduler
 from sampan.profiler.report import ProfileReport, profile_fit, profile_steps
 
 __all__ = [
     "PHASES",
+    "PhaseClock",
     "ProfileReport",
     "Profiler",
     "ProfilerCallback",

@@ -1,10 +1,10 @@
 """``StepTimer``: where a ``Model.fit`` step's time goes: data wait, host-to-device copy, forward, backward,
 optimizer, the loop's own bookkeeping and callbacks. Headless; ``sampan_widgets.ProfilerView`` draws it.
 
-The phases are cut by hooks, without changing the loop: ``Callback`` hooks around each batch, forward pre/post
-hooks on the network and ``Optimizer.register_step_pre_hook`` / ``register_step_post_hook``. Callback time is
-measured by timing ``CallbackList.call`` for the batch hooks during the run. On CUDA the timer synchronizes at
-each cut (``sync``), so GPU work lands in the phase that queued it.
+The training loop cuts the phases itself: ``StepTimer`` is a :class:`~sampan.profiler.phases.PhaseClock`, the
+loop's profiling hook (do-nothing by default), and ``fit`` hands it the hook when it is among the callbacks.
+Nothing is patched or hooked. On CUDA the timer synchronizes at each cut (``sync``), so GPU work lands in the
+phase that queued it.
 """
 from __future__ import annotations
 
@@ -15,23 +15,23 @@ from typing import Any
 import torch
 
 from sampan.callbacks.base import Callback
+from sampan.profiler.phases import PHASES, PhaseClock
 
-PHASES = ("data", "h2d", "forward", "backward", "optimizer", "other", "callbacks")
 _COMPUTE = ("forward", "backward", "optimizer")
 _INPUT = ("data", "h2d")
 _LOOP = ("other", "callbacks")
 _DESCRIPTIONS = {
     "data": "waiting for the next batch from the data loader",
     "h2d": "splitting the batch and copying it to the device",
-    "forward": "the network's forward pass",
-    "backward": "loss and backward pass (and gradient clipping)",
-    "optimizer": "optimizer.step()",
+    "forward": "the network's forward pass and the loss",
+    "backward": "the backward pass",
+    "optimizer": "gradient clipping (AMP: unscaling) and optimizer.step()",
     "other": "zero_grad, loss.item(), metrics and logs",
     "callbacks": "callbacks' on_train_batch_begin/end",
 }
 
 
-class StepTimer(Callback):
+class StepTimer(Callback, PhaseClock):
     """Times each training step's phases. Add it to ``fit``'s callbacks, then read :meth:`summary`.
 
     Args:
@@ -49,26 +49,45 @@ class StepTimer(Callback):
         super().__init__()
         self.sync, self.skip, self.record_functions = sync, skip, record_functions
         self.records: list[dict] = []
-        self._handles: list[Any] = []
-        self._restore: tuple[Any, Any] | None = None
-        self._marks: dict[str, float] = {}
-        self._in_step = False
-        self._last_end = 0.0
+        self._active = False
+        self._phase: str | None = None
+        self._since = 0.0
+        self._current: dict[str, float] = {}
         self._range: Any = None
         self._sync_now = False
 
-    # ---------------------------------------------------------------- clock
+    # ---------------------------------------------------------------- the loop's hook (PhaseClock)
     def _now(self) -> float:
         if self._sync_now:
             torch.cuda.synchronize()
         return time.perf_counter()
 
-    def _mark(self, name: str, phase: str | None = None, first: bool = True) -> None:
-        if not self._in_step or (first and name in self._marks):
-            return
-        self._marks[name] = self._now()
-        if phase is not None:
+    def _close(self) -> float:
+        now = self._now()
+        if self._phase is not None:
+            self._current[self._phase] = self._current.get(self._phase, 0.0) + (now - self._since) * 1000.0
+        return now
+
+    def cut(self, phase: str) -> None:
+        if self._active:
+            self._phase, self._since = phase, self._close()
             self._enter(phase)
+
+    def step_end(self) -> None:
+        if not self._active:
+            return
+        now = self._close()
+        if self._current:
+            rec = {p: self._current.get(p, 0.0) for p in PHASES}
+            rec["total"] = sum(rec.values())
+            self.records.append(rec)
+        self._current = {}
+        self._phase, self._since = "data", now
+        self._enter("data")
+
+    def pause(self) -> None:
+        self._phase, self._current = None, {}
+        self._enter(None)
 
     def _enter(self, phase: str | None) -> None:
         if self._range is not None:
@@ -78,91 +97,18 @@ class StepTimer(Callback):
             self._range = torch.profiler.record_function(f"sampan::{phase}")
             self._range.__enter__()
 
-    # ---------------------------------------------------------------- hooks
+    # ---------------------------------------------------------------- callback hooks
     def on_train_begin(self, logs=None):
-        model = self.model
-        device = getattr(model, "device", None)
+        device = getattr(self.model, "device", None)
         on_cuda = device is not None and torch.device(device).type == "cuda"
         self._sync_now = on_cuda if self.sync is None else bool(self.sync and torch.cuda.is_available())
-        net = getattr(model, "network", None)
-        if isinstance(net, torch.nn.Module):
-            self._handles.append(net.register_forward_pre_hook(lambda *_: self._mark("fwd0", "forward")))
-            self._handles.append(net.register_forward_hook(lambda *_: self._mark("fwd1", "backward", first=False)))
-        opt = getattr(model, "_optimizer", None)
-        if opt is not None and hasattr(opt, "register_step_pre_hook"):
-            self._handles.append(opt.register_step_pre_hook(lambda *_: self._mark("opt0", "optimizer")))
-            self._handles.append(opt.register_step_post_hook(lambda *_: self._mark("opt1", "other")))
-        self._wrap_callbacks(getattr(model, "_callbacks", None))
-        self._last_end = time.perf_counter()
-
-    def _wrap_callbacks(self, cbks: Any) -> None:
-        if cbks is None or not hasattr(cbks, "call"):
-            return
-        original = cbks.call
-        timer = self
-
-        def timed_call(hook: str, *args: Any) -> None:
-            if hook == "on_train_batch_begin":
-                timer._batch_begin_enter()
-                original(hook, *args)
-                timer._marks["begin_exit"] = timer._now()
-                timer._enter("h2d")
-            elif hook == "on_train_batch_end":
-                timer._marks["end_enter"] = timer._now()
-                timer._enter("callbacks")
-                original(hook, *args)
-                timer._batch_end_exit()
-            else:
-                original(hook, *args)
-
-        self._restore = (cbks, vars(cbks).get("call"))
-        cbks.call = timed_call
-
-    def _batch_begin_enter(self) -> None:
-        self._marks = {"begin_enter": self._now()}
-        self._in_step = True
-
-    def _batch_end_exit(self) -> None:
-        end = self._now()
-        self._enter("data")
-        self._in_step = False
-        self.records.append(self._phases(self._marks, self._last_end, end))
-        self._last_end = time.perf_counter()
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._last_end = time.perf_counter()
-        self._enter("data")
+        self._active = True
 
     def on_train_end(self, logs=None):
-        self._enter(None)
-        for h in self._handles:
-            h.remove()
-        self._handles.clear()
-        if self._restore is not None:
-            cbks, own = self._restore
-            if own is None:
-                del cbks.call  # back to the class's method
-            else:
-                cbks.call = own
-            self._restore = None
+        self.pause()
+        self._active = False
 
     # ---------------------------------------------------------------- results
-    @staticmethod
-    def _phases(m: dict, last_end: float, end: float) -> dict:
-        b0, b1 = m["begin_enter"], m.get("begin_exit", m["begin_enter"])
-        e0 = m.get("end_enter", end)
-        f0 = m.get("fwd0", b1)
-        f1 = m.get("fwd1", f0)
-        o0 = m.get("opt0", e0)
-        o1 = m.get("opt1", o0)
-        ms = 1000.0
-        rec = {"data": (b0 - last_end) * ms, "h2d": (f0 - b1) * ms, "forward": (f1 - f0) * ms,
-               "backward": (o0 - f1) * ms, "optimizer": (o1 - o0) * ms, "other": (e0 - o1) * ms,
-               "callbacks": ((b1 - b0) + (end - e0)) * ms}
-        rec = {k: max(v, 0.0) for k, v in rec.items()}
-        rec["total"] = sum(rec.values())
-        return rec
-
     def summary(self) -> dict:
         """Median milliseconds per phase over the recorded steps (after ``skip``), each phase's share of the
         step, and fit's overhead against the compute it wraps.

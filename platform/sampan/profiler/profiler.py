@@ -68,12 +68,9 @@ def _memory_now() -> dict:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         return {"allocated": torch.cuda.memory_allocated(), "reserved": torch.cuda.memory_reserved(),
                 "peak": torch.cuda.max_memory_allocated()}
-    try:
-        import psutil
+    from sampan.utils.host import process_rss
 
-        return {"rss": psutil.Process(os.getpid()).memory_info().rss}
-    except ImportError:
-        return {}
+    return {"rss": process_rss()}
 
 
 class Profiler:

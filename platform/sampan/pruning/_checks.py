@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from sampan.errors import bad_argument
-from sampan.spec import InputSpec
+from sampan.spec import example_inputs as _examples, normalize_specs
 
 
 def check_ratio(name: str, value: Any) -> float:
@@ -59,8 +59,7 @@ def example_inputs(model: nn.Module, example_inputs: Any, input_spec: Any, *, wh
             return tuple(example_inputs)
         raise TypeError(bad_argument("example_inputs", example_inputs, "a tensor or a tuple of tensors"))
     if input_spec is not None:
-        specs = [input_spec] if isinstance(input_spec, InputSpec) else list(input_spec)
-        return tuple(s.example(batch=2) for s in specs)
+        return _examples(normalize_specs(input_spec), batch=2)
     raise ValueError(bad_argument("example_inputs", None, f"example inputs for {what}",
                                   "pass example_inputs=(torch.randn(1, 1, 28, 28),) or "
                                   "input_spec=[sampan.InputSpec([None, 1, 28, 28])]"))

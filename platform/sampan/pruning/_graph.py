@@ -13,7 +13,9 @@ import torch
 from torch import nn
 from torch.fx.passes.shape_prop import ShapeProp
 
+from sampan.errors import first_line
 from sampan.pruning._checks import is_skipped
+from sampan.utils.modes import eval_mode
 
 _PASS_MODULES = (
     nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Tanh, nn.Hardswish, nn.Hardsigmoid,
@@ -66,15 +68,10 @@ class _Analysis:
         except Exception as exc:  # noqa: BLE001 - any trace failure means "cannot analyse"
             raise StructureError(
                 f"Cannot structurally prune {type(model).__name__}: torch.fx could not trace it "
-                f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}). HINT: use structured=False "
+                f"({type(exc).__name__}: {first_line(exc)[:200]}). HINT: use structured=False "
                 "(magnitude pruning) or make forward traceable (no data-dependent control flow).") from exc
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                ShapeProp(self.gm).propagate(*inputs)
-        finally:
-            model.train(was_training)
+        with eval_mode(model), torch.no_grad():
+            ShapeProp(self.gm).propagate(*inputs)
 
     # union-find over group ids
     def find(self, i: int) -> int:

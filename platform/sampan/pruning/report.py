@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 import torch
 from torch import nn
 
-from sampan.bench._timing import interleaved
+from sampan.utils.timing import interleaved
 from sampan.errors import bad_argument
 from sampan.pruning.flops import count_params, flops
 
@@ -71,7 +71,7 @@ def compression_report(models: Mapping[str, Any], example_inputs: Any, eval_fn: 
             with ``size_bytes()`` (e.g. an ONNX Runtime artefact).
         example_inputs: a tensor or tuple used for FLOPs and latency.
         eval_fn: ``eval_fn(model) -> float`` (e.g. accuracy), recorded as ``metric``.
-        repeat / warmup: timing repetitions (interleaved medians, see ``sampan.bench._timing``).
+        repeat / warmup: timing repetitions (interleaved medians, see ``sampan.utils.timing``).
 
     Example:
         >>> report = compression_report({"fp32": net, "int8": qnet}, torch.randn(1, 64))  # doctest: +SKIP

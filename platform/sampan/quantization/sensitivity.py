@@ -17,6 +17,7 @@ from sampan.pruning._checks import check_layer_name, example_inputs as _example_
 from sampan.pruning.sensitivity import SensitivityTable
 from sampan.quantization._pt2e import drop_unused_state, export_for_quantization, pt2e, quiet_annotation
 from sampan.quantization.dynamic import DYNAMIC_TYPES, quantize_dynamic
+from sampan.utils.modes import eval_mode
 
 STATIC_TYPES = (nn.Conv2d, nn.Linear)
 
@@ -82,12 +83,8 @@ def sensitivity(model: nn.Module, eval_fn: Callable[[nn.Module], float], *,
         raise ValueError(bad_argument("calib_data", None, "calibration batches for method='static'",
                                       "pass calib_data=DataLoader(val_set, batch_size=32)"))
     inputs = _example_inputs(model, example_inputs, input_spec, what="static quantization")
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         graph = export_for_quantization(model, inputs)
-    finally:
-        model.train(was_training)
     for layer in _layers(model, STATIC_TYPES, layers):
         qmodel = _static_one(graph, layer, calib_data, calibration_batches)
         table.losses[layer] = {"int8": baseline - float(eval_fn(qmodel))}

@@ -18,6 +18,7 @@ from sampan.pruning._checks import example_inputs as _example_inputs, split_skip
 from sampan.quantization._pt2e import (allow_train_eval, drop_unused_state, export_for_quantization, pt2e,
                                       quiet_annotation)
 from sampan.quantization.config import QuantConfig
+from sampan.utils.modes import train_mode
 
 
 class PTQ:
@@ -63,12 +64,8 @@ class PTQ:
             raise TypeError(bad_argument("model", model, "a torch.nn.Module"))
         inputs = _example_inputs(model, example_inputs, input_spec, what="quantization (torch.export traces it)")
         quantizer = self._quantizer(model)
-        was_training = model.training
-        model.train(self.qat)
-        try:
+        with train_mode(model, self.qat):
             graph = export_for_quantization(model, inputs)
-        finally:
-            model.train(was_training)
         with quiet_annotation():
             return pt2e().prepare(graph, quantizer)
 
@@ -119,12 +116,8 @@ class QAT(PTQ):
     def quantize(self, model: nn.Module, example_inputs: Any = None, *, input_spec: Any = None) -> torch.fx.GraphModule:
         inputs = _example_inputs(model, example_inputs, input_spec, what="quantization (torch.export traces it)")
         quantizer = self._quantizer(model)
-        was_training = model.training
-        model.train()
-        try:
+        with train_mode(model):
             graph = export_for_quantization(model, inputs)
-        finally:
-            model.train(was_training)
         with quiet_annotation():
             prepared = pt2e().prepare_qat(graph, quantizer)
         return allow_train_eval(prepared)

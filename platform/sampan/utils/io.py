@@ -54,6 +54,58 @@ def data_home() -> Path:
     return base
 
 
+def zoo_dir() -> Path:
+    """The local model zoo, ``data_home() / "zoo"``: weights and artifacts lessons produce for later ones.
+
+    Example:
+        >>> zoo_dir().name
+        'zoo'
+    """
+    return data_home() / "zoo"
+
+
+def _data_home_message(home: Path, action: str, problem: str) -> str:
+    env = os.environ.get("SAMPAN_DATA")
+    where = f"$SAMPAN_DATA={env!r}" if env else f"the data directory {str(home)!r} (SAMPAN_DATA is not set)"
+    return (f"Cannot {action}: {where} {problem}. HINT: point SAMPAN_DATA at a folder you can write, "
+            "e.g. `export SAMPAN_DATA=$HOME/sampan-data`, or unset it to use ~/.cache/sampan.")
+
+
+def usable_data_home(action: str = "use the data directory") -> Path:
+    """:func:`data_home`, refused with a :class:`~sampan.errors.DataDirectoryError` when it is not a folder.
+
+    Example:
+        >>> usable_data_home("load MNIST").name  # doctest: +SKIP
+        'sampan'
+    """
+    from sampan.errors import DataDirectoryError
+
+    home = data_home()
+    if home.exists() and not home.is_dir():
+        raise DataDirectoryError(_data_home_message(home, action, "is a file, not a folder"))
+    return home
+
+
+@contextlib.contextmanager
+def writing_data_home(action: str) -> Iterator[Path]:
+    """Yields :func:`usable_data_home`; an ``OSError`` while writing below it names ``SAMPAN_DATA``.
+
+    Example:
+        >>> with writing_data_home("record your progress") as home:  # doctest: +SKIP
+        ...     atomic_write_text(home / "progress.json", "{}")
+    """
+    from sampan.errors import DataDirectoryError, SampanError
+
+    home = usable_data_home(action)
+    try:
+        yield home
+    except OSError as exc:
+        if isinstance(exc, SampanError):
+            raise
+        problem = f"cannot be written ({type(exc).__name__}: {exc})"
+        raise DataDirectoryError(_data_home_message(home, action, problem)) from exc
+
+
 def repo_root() -> Path | None:
     """The source checkout holding ``notebooks/`` and ``datasets/`` when Sampan runs from one."""
     here = Path(__file__).resolve()

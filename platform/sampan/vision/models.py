@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from sampan.errors import CheckpointError, bad_argument, check_int
-from sampan.utils.io import atomic_write, data_home
+from sampan.utils.io import atomic_write, writing_data_home, zoo_dir
 
 __all__ = [
     "LeNet",
@@ -148,7 +148,7 @@ def zoo_path(name: str) -> Path:
         raise ValueError(bad_argument(
             "name", name, "a zoo name of letters, digits, '_', '-' and '.'", "pass e.g. name='resnet18-shapes'"
         ))
-    return data_home() / "zoo" / f"{name}.pt"
+    return zoo_dir() / f"{name}.pt"
 
 
 def save_to_zoo(net: nn.Module, name: str) -> Path:
@@ -163,7 +163,8 @@ def save_to_zoo(net: nn.Module, name: str) -> Path:
     if not isinstance(module, nn.Module):
         raise TypeError(bad_argument("net", net, "a torch.nn.Module or a sampan.Model", "pass the trained network"))
     state = {k: v.detach().cpu() for k, v in module.state_dict().items()}
-    return atomic_write(zoo_path(name), lambda tmp: torch.save(state, tmp))
+    with writing_data_home(f"save {name!r} to the model zoo"):
+        return atomic_write(zoo_path(name), lambda tmp: torch.save(state, tmp))
 
 
 def _missing_weights(name: str, path: Path) -> FileNotFoundError:

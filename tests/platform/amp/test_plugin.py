@@ -4,7 +4,7 @@ import torch
 
 import sampan
 from sampan.amp import AmpConfig, AmpNonFiniteError
-from sampan.hapi.plugins import Precision
+from sampan.amp import PrecisionPlugin
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_bf16_trains_digits_to_within_one_point_of_fp32(digits):
 
 def test_amp_off_uses_the_do_nothing_precision(digits):
     model, history, _ = _train(digits, None, epochs=1)
-    assert type(model._precision) is Precision
+    assert type(model._precision) is PrecisionPlugin
     assert "loss_scale" not in history.history and model._precision.callbacks() == []
 
 
@@ -104,3 +104,26 @@ def test_nan_doctor_names_the_module_that_overflowed():
 def test_following_the_doctors_advice_fixes_the_planted_case():
     history = _planted_fit(AmpConfig(dtype="float16", custom_black_list=["blow"]))
     assert torch.isfinite(torch.tensor(history.history["loss"])).all()
+
+
+def test_a_fit_has_one_nan_check_the_doctor_under_amp_or_the_users_own(digits):
+    from sampan.amp import NanDoctor
+    from sampan.callbacks import TerminateOnNaN
+
+    def nan_checks(model):
+        return [c for c in model._callbacks if isinstance(c, TerminateOnNaN)]
+
+    small = torch.utils.data.Subset(digits[0], range(128))
+    net = torch.nn.Linear(64, 10)
+    model = sampan.Model(net)
+    model.prepare(torch.optim.SGD(net.parameters(), 0.1), torch.nn.CrossEntropyLoss(), amp="bf16", device="cpu")
+    model.fit(small, batch_size=64, verbose=0)
+    (check,) = nan_checks(model)
+    assert isinstance(check, NanDoctor)
+    mine = TerminateOnNaN(raise_error=False)
+    model.fit(small, batch_size=64, verbose=0, callbacks=[mine])
+    assert nan_checks(model) == [mine]
+    plain = sampan.Model(net)
+    plain.prepare(torch.optim.SGD(net.parameters(), 0.1), torch.nn.CrossEntropyLoss(), device="cpu")
+    plain.fit(small, batch_size=64, verbose=0)
+    assert [type(c) for c in nan_checks(plain)] == [TerminateOnNaN]

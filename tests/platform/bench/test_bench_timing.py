@@ -1,9 +1,10 @@
-"""sampan.bench._timing: the side-by-side timing every `sampan bench` table relies on."""
+"""sampan.utils.timing (shared by the library and `sampan bench`) and the bench tables."""
 from __future__ import annotations
 
 import time
 
-from sampan.bench._timing import interleaved, print_table
+from sampan.bench._timing import print_table
+from sampan.utils.timing import interleaved
 
 
 def test_interleaved_shuffles_the_order_and_times_each_candidate():

@@ -9,21 +9,23 @@ from sampan.utils.io import repo_root
 
 
 def test_lab_command_binds_localhost_with_a_token_on_the_index(capsys):
-    assert main(["lab", "--dry-run", "--no-browser", "--token", "t0ken", "--port", "0"]) == 0
+    assert main(["lab", "--dry-run", "--no-browser", "--port", "0"]) == 0
     cmd = capsys.readouterr().out.split()
     assert cmd[1:3] == ["-m", "jupyterlab"]
-    assert "--ServerApp.ip=127.0.0.1" in cmd and "--IdentityProvider.token=t0ken" in cmd
+    assert "--ServerApp.ip=127.0.0.1" in cmd and not any("token" in w.lower() for w in cmd)  # env: tests/security
     assert f"--ServerApp.root_dir={repo_root() / 'notebooks'}" in cmd
     assert "--LabApp.default_url=/lab/tree/index.ipynb" in cmd and "--ServerApp.open_browser=False" in cmd
     assert (repo_root() / "notebooks" / "index.ipynb").is_file()
 
 
-def test_lab_makes_up_a_random_token(capsys, monkeypatch):
+def test_lab_makes_up_a_random_token(monkeypatch):
+    from sampan.cli._servers import new_token, server_env
+
     monkeypatch.delenv("SAMPAN_LAB_TOKEN", raising=False)
-    main(["lab", "--dry-run"])
-    main(["lab", "--dry-run"])
-    tokens = [w for w in capsys.readouterr().out.split() if w.startswith("--IdentityProvider.token=")]
-    assert len(tokens) == 2 and tokens[0] != tokens[1] and len(tokens[0]) > 40
+    tokens = [new_token("SAMPAN_LAB_TOKEN"), new_token("SAMPAN_LAB_TOKEN")]
+    assert tokens[0] != tokens[1] and len(tokens[0]) > 40
+    monkeypatch.setenv("SAMPAN_LAB_TOKEN", "t0ken")
+    assert server_env(new_token("SAMPAN_LAB_TOKEN"))["JUPYTER_TOKEN"] == "t0ken"
 
 
 def test_dashboard_command_spells_out_voila_security(capsys):

@@ -114,3 +114,106 @@ def test_unsafe_pickle_is_refused(tmp_path, mlp):
     model, _ = build(mlp)
     with pytest.raises(CheckpointError, match=r"safe loading \(weights_only=True\) refuses"):
         model.load(bad)
+
+
+def sgd_model(mlp, seed=0):
+    net = mlp(seed=seed)
+    model = sampan.Model(net)
+    model.prepare(torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9), torch.nn.CrossEntropyLoss())
+    return model
+
+
+def test_a_checkpoint_of_another_optimizer_is_refused_naming_both(blobs, mlp, tmp_path):
+    sgd = sgd_model(mlp)
+    sgd.fit(blobs[0], epochs=1, verbose=0)
+    path = sgd.save(tmp_path / "sgd")
+    adam, _ = build(mlp, seed=3)
+    before = weights(adam)
+    with pytest.raises(CheckpointError, match=r"checkpoint's optimizer is SGD, the prepared one is Adam.*"
+                                              r"HINT: .*model\.load\(path, reset_optimizer=True\)"):
+        adam.load(path)
+    assert all(torch.equal(v, before[k]) for k, v in weights(adam).items())  # nothing half-loaded
+    assert adam._optimizer.param_groups[0]["lr"] == 1e-2 and "betas" in adam._optimizer.param_groups[0]
+
+    payload = torch.load(path, weights_only=True)  # a checkpoint that does not name its optimizer class
+    del payload["optimizer_class"]
+    torch.save(payload, tmp_path / "old.pt")
+    with pytest.raises(CheckpointError, match=r"settings differ from the prepared Adam's \(checkpoint only: "
+                                              r"\['dampening', 'momentum', 'nesterov'\]"):
+        adam.load(tmp_path / "old")
+
+    adam.load(path, reset_optimizer=True)  # the weights only
+    assert all(torch.equal(v, weights(sgd)[k]) for k, v in weights(adam).items())
+    assert adam._optimizer.param_groups[0]["lr"] == 1e-2 and adam._optimizer.param_groups[0]["betas"] == (0.9, 0.999)
+
+
+def test_resume_auto_skips_a_truncated_newest_checkpoint_and_a_stray_file(blobs, mlp, tmp_path):
+    model, _ = build(mlp)
+    model.fit(blobs[0], epochs=2, verbose=0, save_dir=tmp_path)
+    (tmp_path / "final.pt").unlink()
+    newest = tmp_path / "2.pt"
+    newest.write_bytes(newest.read_bytes()[:300])  # killed while writing epoch 2
+    stray = tmp_path / "notes.pt"
+    stray.write_text("not a checkpoint\n")
+    os.utime(stray, (newest.stat().st_mtime + 5,) * 2)  # the newest file of all
+    resumed, _ = build(mlp, seed=4)
+    with pytest.warns(RuntimeWarning, match=r"skipped 2 unreadable file\(s\).*notes\.pt \(.*is not a checkpoint.*"
+                                            r"2\.pt \(.*corrupt or truncated.*Resuming from 1\.pt \(epoch 1\)"):
+        history = resumed.fit(blobs[0], epochs=3, verbose=0, save_dir=tmp_path, resume="auto")
+    assert history.epoch == [1, 2] and resumed.epoch == 3
+
+
+def test_resume_auto_with_only_unreadable_files_says_so(blobs, mlp, tmp_path):
+    (tmp_path / "model.pt").write_text("hello")
+    model, _ = build(mlp)
+    with pytest.raises(CheckpointError, match=r"found no readable checkpoint in .*model\.pt.*HINT: remove or move"):
+        model.fit(blobs[0], epochs=1, verbose=0, save_dir=tmp_path, resume="auto")
+
+
+def test_orphan_temporary_files_of_killed_writes_are_removed(blobs, mlp, tmp_path):
+    orphan = tmp_path / ".1.pt.k2j3h4.tmp"
+    orphan.write_bytes(b"half a checkpoint")
+    os.utime(orphan, (orphan.stat().st_mtime - 3600,) * 2)
+    fresh = tmp_path / ".1.pt.x9y8z7.tmp"  # a write still in progress (in another process)
+    fresh.write_bytes(b"being written")
+    model, _ = build(mlp)
+    model.fit(blobs[0], epochs=1, verbose=0, save_dir=tmp_path)
+    assert not orphan.exists() and fresh.exists()
+
+
+def test_a_checkpoint_without_its_model_entry(mlp, tmp_path):
+    torch.save({"format": "sampan.checkpoint", "epoch": 3, "optimizer": None}, tmp_path / "ckpt.pt")
+    model, _ = build(mlp)
+    with pytest.raises(CheckpointError, match=r"has no `model` entry.*entries are \['epoch', 'format', 'optimizer'\]"):
+        model.load(tmp_path / "ckpt")
+
+
+def test_fit_says_when_the_checkpoint_is_already_past_epochs(blobs, mlp, tmp_path):
+    model, _ = build(mlp)
+    model.fit(blobs[0], epochs=3, verbose=0, save_dir=tmp_path)
+    again, _ = build(mlp)
+    with pytest.warns(UserWarning, match=r"fit\(epochs=2, resume='auto'\) has nothing to train: the checkpoint .* "
+                                         r"is already at epoch 3, and `epochs` counts all epochs.*HINT: pass epochs=5"):
+        again.fit(blobs[0], epochs=2, verbose=0, save_dir=tmp_path, resume="auto")
+    assert again.epoch == 3 and again.global_step == model.global_step
+
+
+def test_files_that_are_not_checkpoints_never_get_the_advice_to_load_unsafely(tmp_path):
+    import numpy as np
+
+    from sampan.hapi.checkpoint import read_state_dict
+
+    np.save(tmp_path / "array.npy", np.zeros(3))
+    (tmp_path / "text.pt").write_text("hello")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    torch.save({"fraction": __import__("fractions").Fraction(1, 3)}, tmp_path / "pickled.pt")
+    torch.save([1, 2], tmp_path / "list.pt")
+    for name, expected in (("array.npy", "is not a checkpoint"), ("text.pt", "is not a checkpoint"),
+                           ("empty.pt", "corrupt or truncated"), ("pickled.pt", "safe loading .* refuses"),
+                           ("list.pt", "holds neither a Sampan checkpoint nor a state_dict")):
+        with pytest.raises(CheckpointError, match=expected) as err:
+            read_state_dict(tmp_path / name)
+        assert "weights_only=False" not in str(err.value) and "weights_only` set to `False" not in str(err.value)
+    net = torch.nn.Linear(2, 2)
+    torch.save(net.state_dict(), tmp_path / "bare.pt")
+    assert torch.equal(read_state_dict(tmp_path / "bare.pt")["weight"], net.weight)

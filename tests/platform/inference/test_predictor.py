@@ -36,6 +36,12 @@ def test_auto_times_every_verified_backend_and_takes_the_fastest(exported_lenet)
     predictor = _predictor(prefix, "auto")
     assert set(predictor.timings) == {"pt2", "onnxruntime"} and not predictor.rejected
     assert predictor.backend == min(predictor.timings, key=predictor.timings.get)
+    chosen = [c for c in predictor.candidates if c.chosen]
+    assert [c.name for c in chosen] == [predictor.backend] and chosen[0].reason == "fastest of the verified backends"
+    other = next(c for c in predictor.candidates if not c.chosen)
+    assert other.reason == f"slower than {predictor.backend}" and other.latency_s == predictor.timings[other.name]
+    report = predictor.report()
+    assert all(f"{c.name}" in report and f"{c.latency_s * 1e3:.3g} ms" in report for c in predictor.candidates)
 
 
 def test_wrong_rank_shape_and_dtype_name_the_input_and_spec(exported_lenet):
@@ -119,3 +125,4 @@ def test_a_predictor_rejects_a_backend_that_disagrees(exported_lenet, tmp_path):
     with pytest.warns(RuntimeWarning, match=r"onnxruntime backend disagrees"):
         predictor = _predictor(tmp_path / "m", "auto")
     assert predictor.backend == "pt2" and "onnxruntime" in predictor.rejected
+    assert "onnxruntime" in predictor.report() and "rejected: disagrees with pt2 by" in predictor.report()

@@ -1,4 +1,5 @@
-"""Shared logic of callbacks that watch one logged value (EarlyStopping, ModelCheckpoint, LRScheduler)."""
+"""``BestTracker``: the shared logic of callbacks that watch one logged value for its best (EarlyStopping,
+ModelCheckpoint). Named apart from :mod:`sampan.monitor`, which samples GPU and host resources."""
 from __future__ import annotations
 
 import math
@@ -19,7 +20,7 @@ def resolve_mode(mode: str, monitor: str) -> str:
     return "max" if maximise else "min"
 
 
-class Monitor:
+class BestTracker:
     """Tracks the best value of ``logs[monitor]`` with a ``min_delta`` margin."""
 
     def __init__(self, monitor: str, mode: Mode = "auto", min_delta: float = 0.0):

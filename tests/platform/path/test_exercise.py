@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from sampan.utils import exercise
-from sampan.utils.exercise import Exercises, check, compare
+from sampan.path import exercise
+from sampan.path.exercise import Exercises, check, compare
 
 
 def test_compare_agrees_within_tolerance_and_explains_differences():

@@ -1,52 +1,23 @@
-"""The loop's optional features as objects whose hooks default to doing nothing.
+"""``Strategy``: the base of the loop's distribution feature, one process on one device by default.
 
-``Precision`` (AMP) and ``Strategy`` (single process, DDP, FSDP) plug into the
-one training loop in ``sampan.hapi.loop``. The defaults here are what a plain
-CPU fit uses: ``nullcontext`` autocast, a plain ``backward``, a plain
-``optimizer.step``, one process, an ordinary ``DataLoader``. ``sampan.amp``
-and ``sampan.distributed`` subclass them.
+Every hook is the single-process idiom (``network.to(device)``, an ordinary ``DataLoader``,
+``nullcontext`` for ``no_sync``, identity all-reduce), so a plain fit pays nothing for it;
+:class:`~sampan.distributed.DDPStrategy` and :class:`~sampan.distributed.FSDPStrategy` in
+``sampan.distributed.strategy`` override them. It imports nothing from ``torch.distributed``, so
+``Model`` can use it without loading the process-group machinery.
+
+Example:
+    >>> import torch
+    >>> Strategy().setup(torch.nn.Linear(2, 1), torch.device("cpu")).weight.device.type
+    'cpu'
 """
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset
-
-
-class Precision:
-    """Full precision: every hook is a no-op or the plain torch call."""
-
-    def autocast(self) -> contextlib.AbstractContextManager:
-        return contextlib.nullcontext()
-
-    def setup(self, network: torch.nn.Module, optimizer: Any) -> tuple[torch.nn.Module, Any]:
-        return network, optimizer
-
-    def backward(self, loss: torch.Tensor) -> None:
-        loss.backward()
-
-    def step(self, optimizer: torch.optim.Optimizer, params: Iterable[torch.Tensor], grad_clip: float | None) -> bool:
-        """Clips (when asked) and steps; returns False when the step was skipped."""
-        if grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(params, grad_clip)
-        optimizer.step()
-        return True
-
-    def logs(self) -> dict:
-        """Extra values for the batch logs (loss scale, skipped steps)."""
-        return {}
-
-    def callbacks(self) -> list:
-        """Callbacks this feature adds to ``fit`` (AMP: the NaN doctor, placed before ``TerminateOnNaN``)."""
-        return []
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        pass
 
 
 class Strategy:

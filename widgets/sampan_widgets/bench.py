@@ -5,8 +5,8 @@ interleaved; noisy on a busy machine) and the accounted per-step cost (CPU time 
 per-step hooks and the sampler thread's samples, as a share of the process's CPU time during the fit;
 steady even on a loaded machine). The once-per-fit cost
 (starting and stopping the sampler thread, the final redraw) is reported apart, in milliseconds. The widgets' comms serialize every message to JSON as a
-kernel would, but send nothing. This suite imports ``sampan_widgets`` (ipywidgets) inside ``run`` only;
-``import sampan`` stays free of Jupyter.
+kernel would, but send nothing. It lives on the widgets side, so that nothing under ``platform/`` imports
+``sampan_widgets``; ``sampan bench widgets`` finds it by name (``sampan.bench.SUITE_MODULES``).
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ class _Meter:
 
 
 def _fit(epochs: int, with_widgets: bool, figures: dict) -> float:
-    from sampan_widgets import LiveCurves, ResourceMonitor
+    from sampan_widgets import LiveCurves, ResourceMonitor  # lazily: importing the suite stays cheap
 
     model, train = _setup()
     callbacks, meter, live, monitor = [], _Meter(), None, None

@@ -6,7 +6,8 @@ in a ``# YOUR ANSWER`` cell, and a check cell compares it: ``✔ right`` or
 :func:`sampan.record` as ``exercise_<name>`` (True/False), so the test suite
 and the learning-path report see it; when every check of the lesson has
 passed, :meth:`Exercises.done` marks the lesson done with
-``sampan.path.mark_done`` (when that function exists).
+``sampan.path.mark_done``. It lives in the learning-path package, whose
+progress it updates (``from sampan.path.exercise import Exercises``).
 
 Example:
     >>> ex = Exercises("tensors_and_autograd")
@@ -26,6 +27,7 @@ import numbers
 from typing import Any, Callable, Iterable, Sequence
 
 from sampan.errors import bad_argument
+from sampan.path.progress import mark_done, report_exercises
 from sampan.utils.record import record
 
 __all__ = ["Exercises", "check", "compare"]
@@ -206,6 +208,7 @@ class Exercises:
     def done(self) -> bool:
         """Says how many checks passed; marks the lesson done when all did. Returns True when all passed."""
         total, passed = len(self.results), sum(self.results.values())
+        _report(self.lesson, self.results)
         if total == 0 or passed < total:
             missing = [n for n, ok in self.results.items() if not ok]
             print(f"{passed}/{total} exercises right" + (f"; still to do: {', '.join(missing)}" if missing else ""))
@@ -215,16 +218,14 @@ class Exercises:
         return True
 
 
+def _report(lesson: str, results: dict[str, bool]) -> None:
+    """On a Sampan hub, sends the exercise results to the teacher dashboard (nothing elsewhere)."""
+    report_exercises(lesson, dict(results))
+
+
 def _mark_done(lesson: str) -> None:
-    """Calls ``sampan.path.mark_done`` when the learning-path package provides it."""
+    """Marks the lesson done in the learner's progress (:func:`sampan.path.mark_done`)."""
     try:
-        import sampan.path as path
-    except ImportError:
-        return
-    mark = getattr(path, "mark_done", None)
-    if mark is None:
-        return
-    try:
-        print(mark(lesson))
+        print(mark_done(lesson))
     except ValueError as exc:  # an id the manifest does not know yet: keep the lesson running
         print(f"(progress not saved: {exc})")

@@ -1,0 +1,61 @@
+"""Argument types shared by the ``sampan`` subcommands: each refuses a bad value at parse time.
+
+A type here raises ``argparse.ArgumentTypeError`` worded by
+:func:`sampan.errors.bad_argument`, so ``sampan lab --port 99999`` exits with
+status 2 and ``argument --port: Expected `--port` to be ...`` instead of a
+traceback from deep inside a server.
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> _ = parser.add_argument("--port", type=port, default=8888)
+    >>> parser.parse_args(["--port", "8890"]).port
+    8890
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+from sampan.errors import bad_argument
+
+MAX_PORT = 65535
+
+
+def port(text: str) -> int:
+    """A TCP port: an int from 0 to 65535 (0 lets the system pick a free one).
+
+    Example:
+        >>> port("8866")
+        8866
+        >>> port("99999")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: Expected `--port` to be an int from 0 to 65535 ...
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value <= MAX_PORT:
+        raise argparse.ArgumentTypeError(bad_argument(
+            "--port", text, f"an int from 0 to {MAX_PORT} (0 picks a free port)", "pass --port 8888, for example"))
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A duration in seconds greater than 0 (``--timeout``).
+
+    Example:
+        >>> positive_seconds("90")
+        90.0
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(bad_argument(
+            "--timeout", text, "a number of seconds greater than 0", "pass --timeout 600, or leave it out to use "
+            "each lesson's timeout from path.yaml"))
+    return value

@@ -1,0 +1,111 @@
+"""``sampan hub``: JupyterHub for a class on one machine (``deploy/`` scales it out).
+
+Starts JupyterHub with configurable-http-proxy on 127.0.0.1 (``--ip`` for a LAN
+address: then give ``--ssl-cert``/``--ssl-key``, see docs/CLASSROOM.md). Learners
+sign up at ``/hub/signup`` and wait for a teacher's approval (people on
+``--roster`` are approved in advance); each gets their own JupyterLab with the
+Sampan kernel and their own copy of the course. The teacher's account is created
+at the first start from ``$SAMPAN_HUB_TEACHER_PASSWORD`` or a prompt (never a
+command-line argument). The teacher dashboard is at ``/services/progress/``.
+
+Examples:
+    sampan hub
+    sampan hub --roster class.csv --teacher kim --port 8000
+    sampan hub --ip 192.168.1.10 --ssl-cert hub.crt --ssl-key hub.key
+"""
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+from pathlib import Path
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("hub", help="JupyterHub for a class on one machine (127.0.0.1 by default)",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=8000, help="public port (default 8000)")
+    parser.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--dir", default=None, help="hub folder: database, learners' homes (default <data dir>/hub)")
+    parser.add_argument("--roster", default=None, help="CSV 'username,role' of people approved in advance")
+    parser.add_argument("--teacher", default="teacher", help="teacher (admin) user names, comma-separated")
+    parser.add_argument("--ssl-cert", default=None, help="TLS certificate (required with a non-local --ip)")
+    parser.add_argument("--ssl-key", default=None, help="TLS private key")
+    parser.add_argument("--cull-timeout", type=int, default=None,
+                        help="stop servers idle this many seconds (default $SAMPAN_HUB_CULL_TIMEOUT or 3600)")
+    parser.add_argument("--dry-run", action="store_true", help="print the command and settings instead")
+
+
+def config_file() -> Path:
+    """``deploy/jupyterhub_config.py`` of the checkout, else a copy written into the data dir."""
+    from sampan.utils.io import atomic_write_text, data_home, repo_root
+
+    root = repo_root()
+    if root is not None and (root / "deploy" / "jupyterhub_config.py").is_file():
+        return root / "deploy" / "jupyterhub_config.py"
+    path = data_home() / "hub" / "jupyterhub_config.py"
+    atomic_write_text(path, "from sampan.hub.config import configure\n\nconfigure(get_config())\n")
+    return path
+
+
+def environment(args) -> dict[str, str]:
+    """The ``SAMPAN_HUB_*`` variables :class:`sampan.hub.config.HubSettings` reads; checks the arguments."""
+    from sampan.errors import bad_argument, check_int
+    from sampan.hub.roster import check_username, read_roster
+    from sampan.utils.io import data_home
+
+    if args.ip not in ("127.0.0.1", "localhost", "::1") and not (args.ssl_cert and args.ssl_key):
+        raise ValueError(bad_argument("--ip", args.ip, "127.0.0.1, or --ssl-cert and --ssl-key with a LAN address",
+                                      "passwords must not cross a network in clear text; see docs/CLASSROOM.md"))
+    for name in args.teacher.split(","):
+        check_username(name, where="--teacher")
+    env = {"SAMPAN_HUB_DIR": str(Path(args.dir).resolve() if args.dir else data_home() / "hub"),
+           "SAMPAN_HUB_IP": args.ip, "SAMPAN_HUB_PORT": str(args.port), "SAMPAN_HUB_TEACHER": args.teacher}
+    if args.cull_timeout is not None:
+        env["SAMPAN_HUB_CULL_TIMEOUT"] = str(check_int("--cull-timeout", args.cull_timeout))
+    if args.roster:
+        read_roster(args.roster)  # fail now, with the line, rather than inside the hub
+        env["SAMPAN_HUB_ROSTER"] = str(Path(args.roster).resolve())
+    if args.ssl_cert:
+        env.update(SAMPAN_HUB_SSL_CERT=str(Path(args.ssl_cert).resolve()),
+                   SAMPAN_HUB_SSL_KEY=str(Path(args.ssl_key).resolve()))
+    return env
+
+
+def _teacher_password(hub_dir: Path) -> str | None:
+    if os.environ.get("SAMPAN_HUB_TEACHER_PASSWORD"):
+        return None  # already in the environment the hub inherits
+    if (hub_dir / "jupyterhub.sqlite").is_file():
+        return None  # the teacher's account exists from an earlier start
+    if not sys.stdin.isatty():
+        raise ValueError("No teacher password: set SAMPAN_HUB_TEACHER_PASSWORD for the first start. "
+                         "HINT: `read -s SAMPAN_HUB_TEACHER_PASSWORD; export SAMPAN_HUB_TEACHER_PASSWORD`.")
+    return getpass.getpass("Password for the teacher account: ")
+
+
+def run(args) -> int:
+    from sampan.hub.config import proxy_command
+
+    try:
+        env = environment(args)
+        proxy_command()
+        password = None if args.dry_run else _teacher_password(Path(env["SAMPAN_HUB_DIR"]))
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"sampan hub: {exc}", file=sys.stderr)
+        return 2
+    cmd = [sys.executable, "-m", "jupyterhub", "-f", str(config_file())]
+    if args.dry_run:
+        print("\n".join(f"{k}={v}" for k, v in sorted(env.items())))
+        print(" ".join(cmd))
+        return 0
+    os.environ.update(env)
+    if password:
+        os.environ["SAMPAN_HUB_TEACHER_PASSWORD"] = password
+    scheme = "https" if args.ssl_cert else "http"
+    print(f"Sampan hub: {scheme}://{args.ip}:{args.port}/hub/  (teacher dashboard: /services/progress/)", flush=True)
+    sys.stderr.flush()
+    Path(env["SAMPAN_HUB_DIR"]).mkdir(parents=True, exist_ok=True)
+    os.chdir(env["SAMPAN_HUB_DIR"])  # JupyterHub writes its runtime files beside its database
+    os.execv(sys.executable, cmd)  # JupyterHub replaces this process
+    return 0  # pragma: no cover

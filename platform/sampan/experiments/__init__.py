@@ -1,0 +1,44 @@
+"""Experiments: every ``Model.fit`` recorded as an MLflow run, sweeps on Optuna, background jobs.
+
+Runs go to an MLflow tracking store: a SQLite file under the data directory, or
+``$SAMPAN_TRACKING_URI``. ``mlflow ui --backend-store-uri <uri>`` shows them too.
+
+Example:
+    >>> import sampan.experiments as ex
+    >>> runs = ex.search_runs("tags.`sampan.lesson` = 'experiments'")  # doctest: +SKIP
+    >>> study = ex.sweep("train.ipynb", {"lr": "1e-4:1e-1:log"}, trials=8)  # doctest: +SKIP
+    >>> job = ex.submit("train.ipynb", {"epochs": 20})  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from sampan.experiments.recorder import Recorder, disable, enable, flush, is_enabled
+from sampan.experiments.store import StoreError, client, search_runs, tracking_uri
+
+__all__ = [
+    "Recorder",
+    "StoreError",
+    "client",
+    "disable",
+    "enable",
+    "flush",
+    "is_enabled",
+    "list_jobs",
+    "search_runs",
+    "submit",
+    "sweep",
+    "tracking_uri",
+]
+
+_LAZY = {"sweep": "sampan.experiments.sweeps", "submit": "sampan.experiments.jobs",
+         "list_jobs": "sampan.experiments.jobs"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'sampan.experiments' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,359 @@
+"""``Recorder``: the callback that makes every ``Model.fit`` an MLflow run.
+
+The training thread only collects plain numbers; one writer thread per process
+imports MLflow, creates the run and writes metrics in batches
+(``MlflowClient.log_batch``) at epoch ends, so recording costs the loop almost
+nothing. :func:`flush` waits for the writes (``search_runs`` calls it, and so
+does the interpreter at exit).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import queue
+import sys
+import threading
+import time
+import warnings
+from typing import Any, Callable
+
+from sampan.callbacks.base import Callback
+from sampan.experiments import store
+
+SWITCH_ENV = "SAMPAN_TRACKING"
+PARENT_ENV = "SAMPAN_PARENT_RUN"
+_state = {"enabled": True}
+
+
+# ---------------------------------------------------------------- the switch
+def disable() -> None:
+    """Stops recording ``fit`` runs in this process (``SAMPAN_TRACKING=0`` does it for every process).
+
+    Example:
+        >>> import sampan.experiments
+        >>> sampan.experiments.disable()
+        >>> sampan.experiments.is_enabled()
+        False
+        >>> sampan.experiments.enable()
+    """
+    _state["enabled"] = False
+
+
+def enable() -> None:
+    """Records ``fit`` runs again after :func:`disable` (``SAMPAN_TRACKING=0`` still wins)."""
+    _state["enabled"] = True
+
+
+def is_enabled() -> bool:
+    """Whether ``Model.fit`` records a run: not after :func:`disable`, nor with ``SAMPAN_TRACKING=0``."""
+    return _state["enabled"] and os.environ.get(SWITCH_ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def default_callbacks(log_freq: int) -> list[Callback]:
+    """What ``Model`` adds to a fit's callbacks: one :class:`Recorder` when recording is on."""
+    return [Recorder(log_freq=log_freq)] if is_enabled() else []
+
+
+# ---------------------------------------------------------------- the writer thread
+class _Writer:
+    """One daemon thread that runs store writes in order; failures warn once and never reach training."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._warned = False
+
+    def submit(self, job: Callable[[], Any]) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="sampan-experiments-writer", daemon=True)
+                self._thread.start()
+        self._queue.put(job)
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                job()
+            except Exception as exc:  # the store went away mid-run: say so once, keep training
+                if not self._warned:
+                    self._warned = True
+                    warnings.warn(f"sampan.experiments could not write to the store {store.tracking_uri()}: "
+                                  f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=1)
+            finally:
+                self._queue.task_done()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Waits until every submitted write is done; False when ``timeout`` ran out first."""
+        if self._thread is None:
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+
+_writer = _Writer()
+_open_runs: dict[int, "Recorder"] = {}
+
+
+def flush(timeout: float | None = None) -> bool:
+    """Waits until every run recorded in this process is written to the store.
+
+    Example:
+        >>> flush(timeout=10)
+        True
+    """
+    return _writer.flush(timeout)
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    for rec in list(_open_runs.values()):  # a fit that raised never reached on_train_end
+        rec._finish("FAILED")
+    flush(timeout=30)
+
+
+# ---------------------------------------------------------------- what a run records
+def _source() -> str:
+    """The notebook or script that is training."""
+    for env in (store.NOTEBOOK_ENV, "JPY_SESSION_NAME"):
+        if os.environ.get(env):
+            return os.environ[env]
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None) or (sys.argv[0] if sys.argv and sys.argv[0] else "")
+    return os.path.basename(path) if "ipykernel" in path else path
+
+
+def _versions() -> dict[str, str]:
+    import torch
+
+    from sampan._version import __version__
+
+    return {"version.sampan": __version__, "version.torch": torch.__version__,
+            "version.python": platform.python_version()}
+
+
+def _optimizer_params(opt: Any) -> dict[str, Any]:
+    if opt is None:
+        return {}
+    group = opt.param_groups[0]
+    out = {"optimizer": type(opt).__name__}
+    for key, value in group.items():
+        if key != "params" and isinstance(value, (int, float, str, bool, tuple)) and value is not None:
+            out[f"optimizer.{key}"] = value
+    return out
+
+
+_flops_cache: dict[int, int | None] = {}
+
+
+def _flops(model: Any) -> int | None:
+    """FLOPs of one sample's forward pass, when the model declares its inputs (computed once per network)."""
+    key = id(model.network)
+    if key not in _flops_cache:
+        try:
+            import torch
+
+            from sampan.utils.flops import flops  # the one home of counting, below hapi (sampan/_layers.py)
+
+            device = next((p.device for p in model.network.parameters()), torch.device("cpu"))
+            _flops_cache[key] = flops(model.network, *[s.example(batch=1).to(device) for s in model.inputs]) \
+                if model.inputs else None
+        except Exception:  # a network summary cannot trace is still trained and recorded
+            _flops_cache[key] = None
+    return _flops_cache[key]
+
+
+def run_params(model: Any, fit_params: dict, log_freq: int) -> dict[str, Any]:
+    """The parameters of a fit: prepare and fit arguments, optimizer, model size, seed, device."""
+    import torch
+
+    precision = model._precision
+    params: dict[str, Any] = {
+        "model": type(model.network).__name__,
+        "params_total": sum(p.numel() for p in model.network.parameters()),
+        "loss": type(model._loss).__name__ if model._loss is not None else None,
+        "metrics": ",".join(type(m).__name__ for m in model._metrics) or None,
+        "amp": str(precision.dtype).replace("torch.", "") if hasattr(precision, "dtype") else None,
+        "amp_level": getattr(getattr(precision, "config", None), "level", None),
+        "accumulate_steps": getattr(model, "_accumulate_steps", 1),
+        "grad_clip": getattr(model, "_grad_clip", None),
+        "device": str(model.device),
+        "seed": torch.initial_seed(),
+        "log_freq": log_freq,
+        **{k: fit_params.get(k) for k in ("epochs", "batch_size", "steps", "eval_steps")},
+        **_optimizer_params(model._optimizer),
+    }
+    flops = _flops(model)
+    if flops is not None:
+        params["flops"] = flops
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def run_tags(extra: dict | None = None) -> dict[str, str]:
+    tags = {"sampan.source": _source(), "mlflow.source.name": _source(), "sampan.kind": "fit", **_versions()}
+    if os.environ.get(store.LESSON_ENV):
+        tags["sampan.lesson"] = os.environ[store.LESSON_ENV]
+    if os.environ.get(PARENT_ENV):
+        tags["mlflow.parentRunId"] = os.environ[PARENT_ENV]
+    tags.update(extra or {})
+    return {k: str(v) for k, v in tags.items() if v}
+
+
+# ---------------------------------------------------------------- the callback
+class Recorder(Callback):
+    """Records a ``fit`` as an MLflow run: parameters, per-epoch and per-``log_freq`` metrics, system
+    metrics, the best checkpoint. ``Model.fit`` adds one unless recording is off
+    (``sampan.experiments.disable()`` or ``SAMPAN_TRACKING=0``).
+
+    Metrics are named as in the fit's logs (``loss``, ``acc``, ``eval_loss``, ...) with the epoch
+    (1-based) as step; every ``log_freq`` training steps ``step/loss`` etc. with the global step;
+    ``system/...`` figures of the resource sampler once per epoch.
+
+    Args:
+        log_freq: training steps between ``step/...`` metrics.
+        run_name: the run's name (MLflow picks one when None).
+        tags: extra tags, e.g. ``{"lesson": "first_model"}``.
+        experiment: experiment name (default ``$SAMPAN_EXPERIMENT`` or ``"sampan"``).
+        on_epoch: called ``on_epoch(epoch, logs)`` after each epoch (sweeps report to Optuna here).
+
+    Attributes:
+        run_id: the MLflow run id (waits for the writer to create the run).
+
+    Example:
+        >>> rec = Recorder(run_name="baseline")
+        >>> # model.fit(train, epochs=3, callbacks=[rec]); rec.run_id
+    """
+
+    def __init__(self, *, log_freq: int = 10, run_name: str | None = None, tags: dict | None = None,
+                 experiment: str | None = None, on_epoch: Callable[[int, dict], None] | None = None) -> None:
+        super().__init__()
+        self.log_freq = log_freq
+        self.run_name = run_name
+        self.tags = dict(tags or {})
+        self.experiment = experiment
+        self.on_epoch = on_epoch
+        self._run_id: str | None = None
+        self._uri: str | None = None
+        self._pending: list[tuple[str, float, int, int]] = []
+        self._active = False
+        self._sampler = None
+
+    @property
+    def run_id(self) -> str | None:
+        flush()
+        return self._run_id
+
+    # the loop's hooks: only plain Python on the training thread
+    def on_train_begin(self, logs=None):
+        strategy = getattr(self.model, "_strategy", None)
+        if strategy is not None and not getattr(strategy, "is_main", True):
+            return
+        self._uri = store.check_writable()
+        self._active, self._pending, self._run_id = True, [], None
+        from sampan.experiments.sweeps import parent_run
+
+        params = run_params(self.model, self.params, self.log_freq)
+        tags = run_tags({**({"mlflow.parentRunId": parent_run()} if parent_run() else {}), **self.tags})
+        _open_runs[id(self)] = self
+        _writer.submit(lambda: self._start(params, tags))
+
+    def on_train_batch_end(self, step, logs=None):
+        if self._active and logs and (step + 1) % self.log_freq == 0:
+            now, gstep = int(time.time() * 1000), int(logs.get("step", step))
+            for key, value in logs.items():
+                if key not in ("step", "batch_size") and isinstance(value, (int, float)):
+                    self._pending.append((f"step/{key}", float(value), now, gstep))
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self._active:
+            return
+        now = int(time.time() * 1000)
+        for key, value in (logs or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self._pending.append((key, float(value), now, epoch + 1))
+        batch, self._pending = self._pending, []
+        _writer.submit(lambda: self._write(batch, epoch + 1))
+        from sampan.experiments.sweeps import report_epoch
+
+        try:
+            report_epoch(epoch, dict(logs or {}))  # a sweep's trial: Optuna's pruner may stop it here
+            if self.on_epoch is not None:
+                self.on_epoch(epoch, dict(logs or {}))
+        except BaseException:
+            self._finish("KILLED")
+            raise
+
+    def on_train_end(self, logs=None):
+        if self._active:
+            self._finish("FINISHED")
+            if os.environ.get(PARENT_ENV):  # a sweep trial's or a job's kernel may be shut down right after
+                flush()
+
+    # the writer thread's side
+    def _finish(self, status: str) -> None:
+        _open_runs.pop(id(self), None)
+        self._active = False
+        batch, self._pending = self._pending, []
+        artifacts = _checkpoints(self.model) if status == "FINISHED" else []
+        _writer.submit(lambda: self._end(batch, artifacts, status))
+
+    def _start(self, params: dict, tags: dict) -> None:
+        from mlflow.entities import Param
+
+        client = store.client(self._uri)
+        run = client.create_run(store.experiment_id(self.experiment, self._uri), run_name=self.run_name, tags=tags)
+        self._run_id = run.info.run_id
+        client.log_batch(self._run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
+
+    def _write(self, batch: list, epoch: int | None) -> None:
+        if self._run_id is None:
+            return
+        from mlflow.entities import Metric
+
+        metrics = [Metric(k, v, t, s) for k, v, t, s in batch]
+        if epoch is not None:
+            metrics += [Metric(k, v, int(time.time() * 1000), epoch) for k, v in self._system_sample().items()]
+        client = store.client(self._uri)
+        for start in range(0, len(metrics), 1000):  # MLflow takes at most 1000 metrics per batch
+            client.log_batch(self._run_id, metrics=metrics[start:start + 1000])
+
+    def _system_sample(self) -> dict[str, float]:
+        """Host and GPU figures from the resource monitor's sampler, read in the writer thread."""
+        try:
+            if self._sampler is None:
+                from sampan.monitor.sampler import ResourceSampler
+
+                self._sampler = ResourceSampler(gpu=True, max_samples=1)
+            row = self._sampler.sample_now()
+        except Exception:
+            return {}
+        return {f"system/{k}": float(v) for k, v in row.items()
+                if k not in ("time", "step") and isinstance(v, (int, float)) and v is not None}
+
+    def _end(self, batch: list, artifacts: list, status: str) -> None:
+        if self._run_id is None:
+            return
+        if batch:
+            self._write(batch, None)
+        client = store.client(self._uri)
+        for path in artifacts:
+            client.log_artifact(self._run_id, str(path), artifact_path="checkpoints")
+        client.set_terminated(self._run_id, status=status)
+
+
+def _checkpoints(model: Any) -> list:
+    """The best checkpoint of each ModelCheckpoint (else its last one), to keep with the run."""
+    from sampan.callbacks.model_checkpoint import ModelCheckpoint
+
+    found = []
+    for cb in getattr(model, "_callbacks", []):
+        if isinstance(cb, ModelCheckpoint) and cb.saved:
+            best = [p for p in cb.saved if p.stem == "best"]
+            found.append(best[-1] if best else cb.saved[-1])
+    return [p for p in dict.fromkeys(found) if p.exists()]

@@ -1,0 +1,162 @@
+"""Where runs are kept: an MLflow tracking store, a SQLite file under the data directory by default.
+
+``SAMPAN_TRACKING_URI`` points elsewhere (any MLflow tracking URI: another SQLite file, a
+``postgresql://`` database, an ``http://`` tracking server for a class). ``mlflow ui
+--backend-store-uri <uri>`` shows the same runs.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+from sampan.errors import SampanError
+
+TRACKING_ENV = "SAMPAN_TRACKING_URI"
+EXPERIMENT_ENV = "SAMPAN_EXPERIMENT"
+LESSON_ENV = "SAMPAN_LESSON"
+NOTEBOOK_ENV = "SAMPAN_NOTEBOOK"
+DEFAULT_EXPERIMENT = "sampan"
+
+
+class StoreError(SampanError):
+    """The tracking store cannot be opened or written; the message names the folder or the setting."""
+
+
+def tracking_dir() -> Path:
+    """The default store's folder: ``$SAMPAN_DATA/tracking`` (``~/.cache/sampan/tracking``)."""
+    from sampan.utils.io import data_home
+
+    return data_home() / "tracking"
+
+
+def tracking_uri() -> str:
+    """``$SAMPAN_TRACKING_URI`` or ``sqlite:///<data dir>/tracking/mlflow.db``.
+
+    Example:
+        >>> tracking_uri().startswith(("sqlite:", "http", "postgresql", "mysql", "file:"))
+        True
+    """
+    uri = os.environ.get(TRACKING_ENV, "").strip()
+    if uri:
+        return uri
+    return f"sqlite:///{(tracking_dir() / 'mlflow.db').as_posix()}"
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI; ``None`` for other stores."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri[len("sqlite:///"):].split("?", 1)[0])
+
+
+def artifact_root(uri: str) -> str | None:
+    """Artifacts of a SQLite store go in an ``artifacts/`` folder beside the database; others use the server's."""
+    db = sqlite_path(uri)
+    return (db.parent / "artifacts").resolve().as_uri() if db is not None else None
+
+
+def check_writable(uri: str | None = None) -> str:
+    """Raises :class:`StoreError` when a local store's folder cannot be created or written.
+
+    Only looks at the file system (no MLflow import), so ``fit`` can call it on every run.
+
+    Returns:
+        The URI checked.
+    """
+    uri = uri or tracking_uri()
+    db = sqlite_path(uri)
+    if db is None:
+        return uri
+    folder = db.parent
+    source = f"${TRACKING_ENV}={uri}" if os.environ.get(TRACKING_ENV) else "the data directory ($SAMPAN_DATA)"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(_unwritable(folder, source, f"it cannot be created ({exc.strerror})")) from exc
+    if not os.access(folder, os.W_OK | os.X_OK) or (db.exists() and not os.access(db, os.W_OK)):
+        raise StoreError(_unwritable(folder, source, "it is not writable"))
+    return uri
+
+
+def _unwritable(folder: Path, source: str, why: str) -> str:
+    return (f"The experiment store folder {folder} (from {source}) cannot hold runs: {why}. HINT: set "
+            f"{TRACKING_ENV} to a writable location, e.g. {TRACKING_ENV}=sqlite:///$HOME/sampan-runs/mlflow.db, "
+            f"or turn recording off with SAMPAN_TRACKING=0.")
+
+
+@functools.lru_cache(maxsize=8)
+def _client(uri: str):
+    from mlflow.tracking import MlflowClient
+
+    db = sqlite_path(uri)
+    if db is None:
+        return MlflowClient(tracking_uri=uri)
+    with _file_lock(db.with_name(f".{db.name}.lock")):  # two processes creating one SQLite store race otherwise
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # opens the store: creates or upgrades its tables
+    return client
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    import fcntl
+
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def client(uri: str | None = None):
+    """The ``mlflow.tracking.MlflowClient`` of the store (created once per process and URI).
+
+    Example:
+        >>> runs = client().search_runs([experiment_id()])  # doctest: +SKIP
+    """
+    return _client(check_writable(uri))
+
+
+def experiment_id(name: str | None = None, uri: str | None = None) -> str:
+    """The id of experiment ``name`` (``$SAMPAN_EXPERIMENT`` or ``"sampan"``), created when absent.
+
+    Two processes creating it at once both get the same id.
+    """
+    from mlflow.exceptions import MlflowException
+
+    name = name or os.environ.get(EXPERIMENT_ENV) or DEFAULT_EXPERIMENT
+    uri = uri or tracking_uri()
+    c = client(uri)
+    found = c.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    try:
+        return c.create_experiment(name, artifact_location=artifact_root(uri))
+    except MlflowException:  # another worker created it in between
+        found = c.get_experiment_by_name(name)
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+def search_runs(filter_string: str = "", *, experiment: str | None = None, max_results: int = 1000,
+                order_by: list[str] | None = None, uri: str | None = None) -> list[Any]:
+    """Runs of an experiment as ``mlflow.entities.Run`` objects, newest first.
+
+    Args:
+        filter_string: MLflow's search syntax, e.g. ``"tags.sampan.lesson = 'experiments'"``.
+        experiment: experiment name (default ``$SAMPAN_EXPERIMENT`` or ``"sampan"``).
+        max_results: at most this many runs.
+
+    Example:
+        >>> [r.data.metrics["eval_acc"] for r in search_runs("metrics.eval_acc > 0.9")]  # doctest: +SKIP
+    """
+    from sampan.experiments.recorder import flush
+
+    flush()
+    return list(client(uri).search_runs([experiment_id(experiment, uri)], filter_string, max_results=max_results,
+                                        order_by=order_by or ["attributes.start_time DESC"]))

@@ -1,0 +1,190 @@
+"""The JupyterHub configuration of ``sampan hub`` (``deploy/jupyterhub_config.py`` calls :func:`configure`).
+
+One machine, one class: JupyterHub with configurable-http-proxy on 127.0.0.1
+(``SAMPAN_HUB_IP`` for a LAN address, with TLS from ``SAMPAN_HUB_SSL_CERT`` /
+``SAMPAN_HUB_SSL_KEY``), :class:`~sampan.hub.auth.SampanAuthenticator`
+(NativeAuthenticator), SQLite in the hub folder (``SAMPAN_HUB_DB_URL`` for
+PostgreSQL), :class:`~sampan.hub.spawner.SampanSpawner`, the teacher dashboard
+service ``progress`` and ``jupyterhub-idle-culler``. Roles (JupyterHub RBAC):
+
+- ``teacher``: hub admin plus ``custom:progress:read``;
+- ``assistant``: ``custom:progress:read`` and the user list, no access to servers (no files);
+- ``student`` (the built-in ``user`` role): their own server, their own progress page.
+
+Every setting comes from ``SAMPAN_HUB_*`` environment variables, which ``sampan hub`` sets.
+
+Example:
+    # jupyterhub_config.py
+    from sampan.hub.config import configure
+    configure(c)
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sampan.hub.roster import by_role, read_roster
+
+SERVICE = "progress"
+CULLER = "idle-culler"
+CUSTOM_SCOPES = {
+    "custom:progress:read": {"description": "Read every learner's progress on the teacher dashboard."},
+    "custom:progress:write": {"description": "Post one's own progress events to the teacher dashboard."},
+}
+
+
+@dataclass
+class HubSettings:
+    """What ``sampan hub`` decides; :meth:`from_env` reads it back inside the hub process."""
+
+    hub_dir: Path
+    ip: str = "127.0.0.1"
+    port: int = 8000
+    teachers: set[str] = field(default_factory=lambda: {"teacher"})
+    roster: dict[str, str] = field(default_factory=dict)
+    course_dir: str = ""
+    datasets_dir: str = ""
+    cull_timeout: int = 3600
+    cull_every: int = 300
+    activity_interval: int = 60
+    db_url: str = ""
+    ssl_cert: str = ""
+    ssl_key: str = ""
+
+    @classmethod
+    def from_env(cls, env=os.environ) -> "HubSettings":
+        from sampan.utils.io import data_home, repo_root
+
+        roster = read_roster(env["SAMPAN_HUB_ROSTER"]) if env.get("SAMPAN_HUB_ROSTER") else {}
+        root = repo_root()
+        teachers = {t for t in env.get("SAMPAN_HUB_TEACHER", "teacher").split(",") if t} | by_role(roster, "teacher")
+        return cls(
+            hub_dir=Path(env.get("SAMPAN_HUB_DIR") or data_home() / "hub"),
+            ip=env.get("SAMPAN_HUB_IP", "127.0.0.1"), port=int(env.get("SAMPAN_HUB_PORT", "8000")),
+            teachers=teachers, roster=roster,
+            course_dir=env.get("SAMPAN_HUB_COURSE", str(root / "notebooks") if root else ""),
+            datasets_dir=env.get("SAMPAN_HUB_DATASETS", str(root / "datasets") if root else ""),
+            cull_timeout=int(env.get("SAMPAN_HUB_CULL_TIMEOUT", "3600")),
+            cull_every=int(env.get("SAMPAN_HUB_CULL_EVERY", "300")),
+            activity_interval=int(env.get("SAMPAN_HUB_ACTIVITY_INTERVAL", "60")),
+            db_url=env.get("SAMPAN_HUB_DB_URL", ""),
+            ssl_cert=env.get("SAMPAN_HUB_SSL_CERT", ""), ssl_key=env.get("SAMPAN_HUB_SSL_KEY", ""),
+        )
+
+    @property
+    def public_url(self) -> str:
+        scheme = "https" if self.ssl_cert else "http"
+        return f"{scheme}://{self.ip}:{self.port}/"
+
+
+def proxy_command() -> str:
+    """configurable-http-proxy: the one ``make`` installs under ``<venv>/share/sampan-node``, else on PATH."""
+    local = Path(sys.prefix) / "share" / "sampan-node" / "node_modules" / ".bin" / "configurable-http-proxy"
+    found = str(local) if local.is_file() else shutil.which("configurable-http-proxy")
+    if not found:
+        raise FileNotFoundError(
+            "configurable-http-proxy is not installed. HINT: run `make hub-proxy` (needs Node and npm: "
+            "apt-get install nodejs npm) or `npm install -g configurable-http-proxy`.")
+    return found
+
+
+def culler_config() -> Path:
+    """``deploy/idle_culler_config.py``: the culler's hook that spares servers with a busy kernel."""
+    from sampan.utils.io import repo_root
+
+    root = repo_root()
+    if root is not None and (root / "deploy" / "idle_culler_config.py").is_file():
+        return root / "deploy" / "idle_culler_config.py"
+    raise FileNotFoundError("deploy/idle_culler_config.py not found. HINT: run `sampan hub` from the source "
+                            "checkout, or set SAMPAN_HOME to it.")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def roles(s: HubSettings) -> list[dict]:
+    """JupyterHub RBAC roles: teacher, assistant, the default user and server roles, the services'."""
+    service_access = f"access:services!service={SERVICE}"
+    return [
+        {"name": "teacher", "users": sorted(s.teachers),
+         "scopes": ["admin:users", "admin:servers", "access:servers", "read:roles:users", "access:services",
+                    "custom:progress:read"]},
+        {"name": "assistant", "users": sorted(by_role(s.roster, "assistant")),
+         "scopes": ["list:users", "read:users:activity", service_access, "custom:progress:read"]},
+        {"name": "user", "scopes": ["self", service_access, "custom:progress:write"]},
+        {"name": "server", "scopes": ["users:activity!user", "access:servers!server", service_access,
+                                      "custom:progress:write"]},
+        {"name": "progress-service", "services": [SERVICE], "scopes": ["list:users", "read:users", "read:roles:users"]},
+        {"name": "idle-culler", "services": [CULLER],
+         "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers", "access:servers"]},
+    ]
+
+
+def services(s: HubSettings) -> list[dict]:
+    """The teacher dashboard and the idle culler, both started and stopped by the hub."""
+    culler = [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={s.cull_timeout}",
+              f"--cull-every={s.cull_every}", f"--config={culler_config()}"]
+    return [
+        {"name": SERVICE, "url": f"http://127.0.0.1:{_free_port()}", "display": True,
+         "command": [sys.executable, "-m", "sampan.hub.service"], "oauth_no_confirm": True,
+         "oauth_client_allowed_scopes": sorted(CUSTOM_SCOPES),
+         "environment": {"SAMPAN_PROGRESS_DB": str(s.hub_dir / "progress.sqlite")}},
+        {"name": CULLER, "command": culler, "environment": {"SAMPAN_HUB_PUBLIC_URL": s.public_url}},
+    ]
+
+
+def configure(c, settings: HubSettings | None = None) -> HubSettings:
+    """Fills a JupyterHub config object ``c`` for one class on one machine; returns the settings used."""
+    import nativeauthenticator
+
+    s = settings or HubSettings.from_env()
+    s.hub_dir.mkdir(parents=True, exist_ok=True)
+    (s.hub_dir / "users").mkdir(exist_ok=True)
+    c.JupyterHub.bind_url = s.public_url
+    c.JupyterHub.hub_ip, c.JupyterHub.hub_port = "127.0.0.1", _free_port()
+    c.JupyterHub.db_url = s.db_url or f"sqlite:///{s.hub_dir / 'jupyterhub.sqlite'}"
+    c.JupyterHub.cookie_secret_file = str(s.hub_dir / "jupyterhub_cookie_secret")
+    c.JupyterHub.pid_file = str(s.hub_dir / "jupyterhub.pid")
+    if s.ssl_cert:
+        c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = s.ssl_cert, s.ssl_key
+    c.ConfigurableHTTPProxy.command = [proxy_command()]
+    c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{_free_port()}"
+    c.ConfigurableHTTPProxy.pid_file = str(s.hub_dir / "proxy.pid")
+
+    c.JupyterHub.authenticator_class = "sampan.hub.auth.SampanAuthenticator"
+    c.JupyterHub.template_paths = [str(Path(nativeauthenticator.__file__).parent / "templates")]
+    c.Authenticator.admin_users = set(s.teachers)
+    c.Authenticator.allowed_users = set(s.roster) - set(s.teachers)  # approved in advance at sign-up
+    c.Authenticator.allow_all = True  # NativeAuthenticator's approval is the gate
+    c.NativeAuthenticator.open_signup = False
+    c.NativeAuthenticator.minimum_password_length = 8
+    c.NativeAuthenticator.check_common_password = True
+    c.NativeAuthenticator.allowed_failed_logins = 5
+    c.NativeAuthenticator.seconds_before_next_try = 60
+
+    c.JupyterHub.spawner_class = "sampan.hub.spawner.SampanSpawner"
+    c.SimpleLocalProcessSpawner.home_dir_template = str(s.hub_dir / "users" / "{username}")
+    c.SampanSpawner.course_dir, c.SampanSpawner.datasets_dir = s.course_dir, s.datasets_dir
+    c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
+    c.Spawner.default_url = "/lab/tree/course/index.ipynb" if s.course_dir else "/lab"
+    c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    c.Spawner.env_keep = ["PATH", "PYTHONPATH", "LANG", "LC_ALL", "OMP_NUM_THREADS", "SAMPAN_HOME",
+                          "SAMPAN_TRACKING_URI", "VIRTUAL_ENV"]
+    c.Spawner.environment = {
+        "SAMPAN_PROGRESS_URL": f"{s.public_url}services/{SERVICE}/api/events",
+        "JUPYTERHUB_ACTIVITY_INTERVAL": str(s.activity_interval),
+    }
+    c.Spawner.start_timeout = c.Spawner.http_timeout = 120
+
+    c.JupyterHub.custom_scopes = CUSTOM_SCOPES
+    c.JupyterHub.load_roles = roles(s)
+    c.JupyterHub.services = services(s)
+    c.JupyterHub.last_activity_interval = min(300, max(5, s.activity_interval))
+    return s

@@ -1,0 +1,99 @@
+"""Each learner's own copy of the course, kept up to date without ever overwriting their edits.
+
+The hub copies ``notebooks/`` into ``~/course`` when a learner's server starts. A
+file is copied when the learner does not have it; it is updated when the course
+changed it *and* the learner's copy is still exactly what was last copied (its
+hash is in ``~/course/.sampan-course.json``); a file the learner edited is never
+touched. This is nbgitpuller's promise ("your changes win") without needing a git
+URL: the course comes from the folder the hub runs from.
+
+Example:
+    >>> from pathlib import Path
+    >>> report = sync_course(Path("notebooks"), Path("/tmp/lee/course"))  # doctest: +SKIP
+    >>> report.kept  # files the learner changed  # doctest: +SKIP
+    []
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sampan.utils.io import atomic_write, atomic_write_json
+
+STATE = ".sampan-course.json"
+_SKIP = {".ipynb_checkpoints", "__pycache__", ".git"}
+
+
+@dataclass
+class SyncReport:
+    """What :func:`sync_course` did, as paths relative to the course folder."""
+
+    copied: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _course_files(source: Path):
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if path.is_file() and not path.is_symlink() and not _SKIP.intersection(rel.parts):
+            yield rel, path
+
+
+def sync_course(source: Path, dest: Path) -> SyncReport:
+    """Copies new course files into ``dest`` and updates the ones the learner has not changed.
+
+    Args:
+        source: the course (``notebooks/`` of the checkout the hub runs from).
+        dest: the learner's copy, e.g. ``<home>/course``.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    state_file = dest / STATE
+    try:
+        state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        state = {}
+    report = SyncReport()
+    for rel, src in _course_files(source):
+        target, key, new = dest / rel, rel.as_posix(), _sha256(src)
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            report.kept.append(key)
+            continue
+        if not target.exists():
+            report.copied.append(key)
+        elif state.get(key) == new:
+            continue
+        elif state.get(key) == _sha256(target):  # untouched by the learner: the course's new version wins
+            report.updated.append(key)
+        else:  # the learner's edit (or their own file of that name) wins
+            report.kept.append(key)
+            continue
+        atomic_write(target, lambda tmp, s=src: shutil.copyfile(s, tmp))
+        state[key] = new
+    atomic_write_json(state_file, state)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sampan.hub.course SOURCE DEST`` (a Kubernetes ``postStart`` hook runs it in the learner's pod)."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m sampan.hub.course SOURCE DEST", file=sys.stderr)
+        return 2
+    report = sync_course(Path(args[0]), Path(args[1]))
+    print(f"course: {len(report.copied)} copied, {len(report.updated)} updated, "
+          f"{len(report.kept)} kept (your edits)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

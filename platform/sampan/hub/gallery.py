@@ -1,0 +1,254 @@
+"""A learner's dashboard gallery: their own notebooks published as Voilà dashboards.
+
+``publish`` copies a notebook from the learner's folder into ``<data dir>/gallery/``,
+takes a thumbnail of its saved outputs (headless Chromium with JavaScript off; a
+placeholder when Chromium is absent) and rewrites ``index.ipynb``, the gallery page
+that lists every dashboard with its picture. :func:`voila_command` serves the folder
+with the project's Voilà security settings (see ``sampan dashboard``) and preheated
+kernels. The gallery is a snapshot: publish again to update a dashboard.
+
+Example:
+    >>> from sampan.hub import gallery
+    >>> gallery.publish("my_app.ipynb")  # doctest: +SKIP
+    Published(name='my_app', ...)
+    >>> [p.name for p in gallery.list_published()]  # doctest: +SKIP
+    ['my_app']
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import os
+import re
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sampan.errors import UnsafeFileError, bad_argument
+from sampan.utils.io import atomic_write, atomic_write_json, atomic_write_text, data_home
+
+LEARNER_HOME_ENV = "SAMPAN_LEARNER_HOME"
+INDEX = "index.ipynb"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+PLACEHOLDER_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="320" height="200"><rect width="100%" height="100%" '
+    'fill="#eef1f5"/><text x="50%" y="50%" font-family="sans-serif" font-size="18" fill="#667" '
+    'text-anchor="middle">no preview</text></svg>')
+
+
+@dataclass(frozen=True)
+class Published:
+    """One dashboard of the gallery.
+
+    Attributes:
+        name: its name (the notebook file is ``<name>.ipynb`` in the gallery).
+        source: where it was published from, relative to the learner's folder.
+        published_at: UTC ISO time of the last publish.
+        thumbnail: ``thumbs/<name>.png`` or None (the gallery shows a placeholder).
+    """
+
+    name: str
+    source: str
+    published_at: str
+    thumbnail: str | None = None
+
+
+def gallery_dir() -> Path:
+    """``<data dir>/gallery``."""
+    return data_home() / "gallery"
+
+
+def learner_root() -> Path:
+    """The learner's folder: ``$SAMPAN_LEARNER_HOME``, else the home directory (the hub sets it per learner)."""
+    env = os.environ.get(LEARNER_HOME_ENV)
+    return (Path(env).expanduser() if env else Path.home()).resolve()
+
+
+def _catalog_file() -> Path:
+    return gallery_dir() / "gallery.json"
+
+
+def _load_catalog() -> dict[str, dict]:
+    path = _catalog_file()
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data.get("dashboards", {}) if isinstance(data, dict) else {}
+
+
+def list_published() -> list[Published]:
+    """The gallery's dashboards, sorted by name."""
+    return [Published(**entry) for _, entry in sorted(_load_catalog().items())]
+
+
+def check_notebook(notebook: str | os.PathLike) -> Path:
+    """The resolved notebook path; refuses files outside the learner's folder, missing files and non-notebooks.
+
+    Raises:
+        UnsafeFileError: the file (after following links) lies outside :func:`learner_root`.
+        FileNotFoundError / ValueError: missing, not ``.ipynb`` or not a notebook.
+    """
+    path = Path(notebook).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(bad_argument("notebook", str(notebook), "an existing .ipynb file",
+                                             "give the path of a notebook in your folder"))
+    resolved, root = path.resolve(), learner_root()
+    if not resolved.is_relative_to(root):
+        raise UnsafeFileError(bad_argument("notebook", str(notebook), f"a notebook inside your folder {root}",
+                                           "copy the notebook into your folder first; only your own notebooks "
+                                           "can be published"), path=str(resolved))
+    if resolved.suffix != ".ipynb":
+        raise ValueError(bad_argument("notebook", str(notebook), "a .ipynb notebook", "publish a Jupyter notebook"))
+    try:
+        data = json.loads(resolved.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(bad_argument("notebook", str(notebook), "a Jupyter notebook (JSON)",
+                                      f"the file does not parse ({exc}); save it again from JupyterLab")) from None
+    if not isinstance(data, dict) or "cells" not in data or "nbformat" not in data:
+        raise ValueError(bad_argument("notebook", str(notebook), "a Jupyter notebook with cells",
+                                      "save it again from JupyterLab"))
+    return resolved
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name) or name == Path(INDEX).stem:
+        raise ValueError(bad_argument("name", name, "letters, digits, '_' or '-' (at most 64, not 'index')",
+                                      "pass --name my_dashboard"))
+    return name
+
+
+def publish(notebook: str | os.PathLike, *, name: str | None = None, thumbnail: bool = True) -> Published:
+    """Adds (or updates) a learner's notebook in their gallery.
+
+    Args:
+        notebook: a ``.ipynb`` inside the learner's folder.
+        name: the dashboard's name (default: the notebook's file name without ``.ipynb``).
+        thumbnail: take a picture of the notebook's saved outputs with headless Chromium.
+
+    Returns:
+        The gallery entry.
+
+    Example:
+        >>> publish("apps/digits.ipynb", name="digits")  # doctest: +SKIP
+    """
+    path = check_notebook(notebook)
+    name = _check_name(name if name is not None else re.sub(r"[^A-Za-z0-9_-]", "_", path.stem))
+    folder = gallery_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / f"{name}.ipynb", lambda tmp: shutil.copyfile(path, tmp))
+    thumb = None
+    if thumbnail:
+        png = take_thumbnail(folder / f"{name}.ipynb", folder / "thumbs" / f"{name}.png")
+        thumb = f"thumbs/{name}.png" if png is not None else None
+    entry = Published(name=name, source=str(path.relative_to(learner_root())),
+                      published_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                      thumbnail=thumb)
+    catalog = _load_catalog()
+    catalog[name] = asdict(entry)
+    _save(catalog)
+    return entry
+
+
+def remove(name: str) -> None:
+    """Removes a dashboard from the gallery (its copy and thumbnail; the learner's notebook stays)."""
+    catalog = _load_catalog()
+    if name not in catalog:
+        raise KeyError(bad_argument("name", name, f"one of {', '.join(sorted(catalog)) or '(gallery is empty)'}",
+                                    "run `sampan publish --list`"))
+    del catalog[name]
+    for leftover in (gallery_dir() / f"{name}.ipynb", gallery_dir() / "thumbs" / f"{name}.png"):
+        leftover.unlink(missing_ok=True)
+    _save(catalog)
+
+
+def _save(catalog: dict[str, dict]) -> None:
+    atomic_write_json(_catalog_file(), {"version": 1, "dashboards": catalog})
+    atomic_write_text(gallery_dir() / INDEX, json.dumps(index_notebook(catalog), indent=1) + "\n")
+
+
+def ensure_index() -> Path:
+    """Writes the gallery page when it is missing (an empty gallery); returns its path."""
+    page = gallery_dir() / INDEX
+    if not page.is_file():
+        _save(_load_catalog())
+    return page
+
+
+def _thumb_uri(entry: dict) -> str:
+    png = gallery_dir() / entry["thumbnail"] if entry.get("thumbnail") else None
+    if png is not None and png.is_file():
+        return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
+    return "data:image/svg+xml;base64," + base64.b64encode(PLACEHOLDER_SVG.encode()).decode("ascii")
+
+
+def index_notebook(catalog: dict[str, dict]) -> dict:
+    """The gallery page: one markdown cell with a card (thumbnail, name, link) per dashboard."""
+    from html import escape
+
+    cards = [
+        f'<a class="sampan-card" href="{escape(n)}.ipynb" style="display:inline-block;margin:8px;width:260px;'
+        f'text-decoration:none;color:inherit;border:1px solid #ccd;border-radius:6px;padding:6px">'
+        f'<img alt="{escape(n)}" src="{_thumb_uri(e)}" style="width:100%;height:160px;object-fit:cover"/>'
+        f'<div style="font-weight:600">{escape(n)}</div><div style="font-size:80%">{escape(e["published_at"])}</div></a>'
+        for n, e in sorted(catalog.items())
+    ]
+    body = "".join(cards) if cards else "<p>Nothing published yet: <code>sampan publish NOTEBOOK.ipynb</code></p>"
+    return {
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "cells": [{"cell_type": "markdown", "id": "gallery", "metadata": {},
+                   "source": f"# Dashboard gallery\n\n<div class=\"sampan-gallery\">{body}</div>\n"}],
+    }
+
+
+def take_thumbnail(notebook: Path, png: Path) -> Path | None:
+    """Renders the notebook's saved outputs (no code runs: JavaScript off, no kernel) and screenshots them.
+
+    Returns None (the gallery shows a placeholder) when Playwright or Chromium is missing or rendering fails.
+    """
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    try:
+        from nbconvert import HTMLExporter
+        from playwright.sync_api import Error as PlaywrightError
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    if not Path(chromium).is_file():
+        return None
+    html, _ = HTMLExporter(exclude_input=True, exclude_input_prompt=True,
+                           exclude_output_prompt=True).from_filename(str(notebook))
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+            try:
+                page = browser.new_page(viewport={"width": 960, "height": 600}, java_script_enabled=False)
+                page.route("**/*", lambda route: route.abort() if not route.request.url.startswith("data:")
+                           else route.continue_())  # no network: the page may only use inline data
+                page.set_content(html, wait_until="domcontentloaded", timeout=20_000)
+                png.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(png, lambda tmp: page.screenshot(path=str(tmp), type="png"))
+            finally:
+                browser.close()
+    except (PlaywrightError, OSError) as exc:
+        print(f"sampan publish: no thumbnail ({str(exc).splitlines()[0]})", file=sys.stderr)
+        return None
+    return png
+
+
+def voila_command(*, port: int, pool_size: int = 1) -> list[str]:
+    """The ``voila`` command serving the gallery on 127.0.0.1: ``sampan dashboard``'s security settings
+    (:func:`sampan.cli.dashboard.command`) plus preheated kernels.
+
+    Each dashboard keeps ``pool_size`` kernels started and its page pre-rendered
+    (Voilà's ``preheat_kernel``), so opening it does not wait for a kernel.
+    """
+    from sampan.cli.dashboard import command
+
+    return [*command(gallery_dir(), port=port),
+            "--VoilaConfiguration.preheat_kernel=True",
+            f"--VoilaConfiguration.default_pool_size={pool_size}"]

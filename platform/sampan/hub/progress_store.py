@@ -1,0 +1,129 @@
+"""The teacher dashboard's store: progress events from learners' servers in one SQLite file.
+
+An event is one lesson status (``started``, ``passed``, ``failed``) or one
+exercise result. Summaries are computed from the events, so restarting the hub
+or the service loses nothing.
+
+Example:
+    >>> store = ProgressStore(":memory:")
+    >>> _ = store.add("lee", {"lesson": "first_model", "status": "passed"})
+    >>> store.lesson_status("lee")["first_model"]["status"]
+    'done'
+"""
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import io
+import re
+import sqlite3
+import threading
+from collections import Counter
+from typing import Any
+
+from sampan.errors import bad_argument
+
+STATUSES = ("started", "passed", "failed")
+_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user TEXT NOT NULL, lesson TEXT NOT NULL, exercise TEXT, status TEXT NOT NULL, at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_user ON events (user, lesson);
+"""
+
+
+def parse_event(payload: Any) -> dict[str, Any]:
+    """Checks a posted event: ``{"lesson": id, "status": started|passed|failed, "exercise": name?}``."""
+    if not isinstance(payload, dict):
+        raise ValueError(bad_argument("event", payload, "a JSON object", '{"lesson": "first_model", "status": "passed"}'))
+    lesson, status, exercise = payload.get("lesson"), payload.get("status"), payload.get("exercise")
+    if not isinstance(lesson, str) or not _ID.match(lesson):
+        raise ValueError(bad_argument("lesson", lesson, "a lesson id (letters, digits, '_', '-', '.')"))
+    if status not in STATUSES:
+        raise ValueError(bad_argument("status", status, f"one of {', '.join(STATUSES)}"))
+    if exercise is not None and (not isinstance(exercise, str) or not _ID.match(exercise)):
+        raise ValueError(bad_argument("exercise", exercise, "an exercise name or null"))
+    if exercise is not None and status == "started":
+        raise ValueError(bad_argument("status", status, "passed or failed for an exercise"))
+    return {"lesson": lesson, "status": status, "exercise": exercise}
+
+
+class ProgressStore:
+    """Progress events in SQLite (``path`` may be ``":memory:"``); safe to share between threads."""
+
+    def __init__(self, path: str):
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+
+    def add(self, user: str, payload: Any) -> dict[str, Any]:
+        """Records one event for ``user`` (checked with :func:`parse_event`); returns it."""
+        event = parse_event(payload)
+        event["at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        with self._lock:
+            self._db.execute("INSERT INTO events (user, lesson, exercise, status, at) VALUES (?, ?, ?, ?, ?)",
+                             (user, event["lesson"], event["exercise"], event["status"], event["at"]))
+        return event
+
+    def _rows(self, user: str | None = None) -> list[tuple]:
+        sql = "SELECT user, lesson, exercise, status, at FROM events"
+        with self._lock:
+            if user is None:
+                return self._db.execute(sql + " ORDER BY id").fetchall()
+            return self._db.execute(sql + " WHERE user = ? ORDER BY id", (user,)).fetchall()
+
+    def lesson_status(self, user: str) -> dict[str, dict[str, Any]]:
+        """``{lesson: {"status": "in progress"|"done", "exercises_passed": n, "last": time}}`` for one learner."""
+        return _summaries(self._rows(user)).get(user, {})
+
+    def last_activity(self) -> dict[str, str]:
+        """``{user: time of their latest event}``."""
+        last: dict[str, str] = {}
+        for user, *_, at in self._rows():
+            last[user] = at
+        return last
+
+    def class_summary(self, users: list[str]) -> dict[str, Any]:
+        """Per learner and lesson, per lesson (completion, most-failed exercises), for the teacher's page."""
+        table = _summaries(self._rows())
+        lessons = sorted({lesson for per_user in table.values() for lesson in per_user})
+        failed = Counter((lesson, ex) for _, lesson, ex, status, _ in self._rows() if ex and status == "failed")
+        per_lesson = {
+            lesson: {
+                "done": sum(1 for u in users if table.get(u, {}).get(lesson, {}).get("status") == "done"),
+                "learners": len(users),
+                "most_failed": [ex for (l, ex), _ in failed.most_common() if l == lesson][:3],
+            }
+            for lesson in lessons
+        }
+        return {"learners": {u: table.get(u, {}) for u in users}, "lessons": per_lesson}
+
+    def csv_export(self, users: list[str]) -> str:
+        """One row per learner and lesson: ``user,lesson,status,exercises_passed,last_activity``."""
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["user", "lesson", "status", "exercises_passed", "last_activity"])
+        summary = self.class_summary(users)
+        for user in users:
+            for lesson in summary["lessons"]:
+                entry = summary["learners"][user].get(lesson)
+                writer.writerow([user, lesson, entry["status"] if entry else "not started",
+                                 entry["exercises_passed"] if entry else 0, entry["last"] if entry else ""])
+        return out.getvalue()
+
+
+def _summaries(rows: list[tuple]) -> dict[str, dict[str, dict[str, Any]]]:
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    passed: dict[tuple[str, str], set[str]] = {}
+    for user, lesson, exercise, status, at in rows:
+        entry = table.setdefault(user, {}).setdefault(lesson, {"status": "in progress", "exercises_passed": 0})
+        entry["last"] = at
+        if exercise is not None:
+            done = passed.setdefault((user, lesson), set())
+            (done.add if status == "passed" else done.discard)(exercise)
+            entry["exercises_passed"] = len(done)
+        elif status == "passed":
+            entry["status"] = "done"
+    return table

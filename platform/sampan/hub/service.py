@@ -1,0 +1,176 @@
+"""The teacher dashboard: a JupyterHub service behind hub login (``python -m sampan.hub.service``).
+
+Pages under the service prefix (``/services/progress/``):
+
+- ``/`` the class: roster, per learner and lesson not started / in progress / done,
+  exercises passed, last activity; per lesson completion and the most-failed
+  exercises. Needs the custom scope ``custom:progress:read`` (roles ``teacher``
+  and ``assistant``); a student gets 403.
+- ``/me`` a learner's own progress (any hub user).
+- ``/progress.csv`` the class as CSV; ``/api/progress`` as JSON (``custom:progress:read``).
+- ``POST /api/events`` a learner's server reports an event with its hub-issued token
+  (scope ``custom:progress:write``); the event is stored for that token's user only.
+
+JupyterHub and tornado are imported in :func:`make_app`, so ``import sampan.hub.service``
+stays headless. The hub starts this module with the environment of a managed service
+(``JUPYTERHUB_SERVICE_URL``, ``JUPYTERHUB_SERVICE_PREFIX``, ``JUPYTERHUB_API_TOKEN``).
+
+Example:
+    >>> python -m sampan.hub.service  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import json
+import os
+from html import escape
+from pathlib import Path
+from typing import Any
+
+READ_SCOPE = "custom:progress:read"
+WRITE_SCOPE = "custom:progress:write"
+STORE_ENV = "SAMPAN_PROGRESS_DB"
+STYLE = ("body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:1em 0}"
+         "td,th{border:1px solid #ccd;padding:4px 8px}.done{background:#d7f5dd}.in-progress{background:#fff3c4}"
+         ".not-started{color:#889}")
+
+
+def _cell(entry: dict[str, Any] | None) -> str:
+    status = entry["status"] if entry else "not started"
+    extra = f" ({entry['exercises_passed']} ex.)" if entry and entry["exercises_passed"] else ""
+    return f'<td class="{status.replace(" ", "-")}">{escape(status)}{extra}</td>'
+
+
+def render_class(summary: dict[str, Any], roster: list[dict[str, Any]], last: dict[str, str]) -> str:
+    """The teacher's page as HTML (every value escaped)."""
+    lessons = list(summary["lessons"])
+    head = "".join(f"<th>{escape(lesson)}</th>" for lesson in lessons)
+    rows = "".join(
+        f"<tr><td>{escape(u['name'])}</td><td>{escape(u['role'])}</td>"
+        f"<td>{escape(last.get(u['name']) or u.get('last_activity') or '-')}</td>"
+        + "".join(_cell(summary["learners"].get(u["name"], {}).get(lesson)) for lesson in lessons) + "</tr>"
+        for u in roster)
+    per_lesson = "".join(
+        f"<tr><td>{escape(lesson)}</td><td>{s['done']}/{s['learners']}</td>"
+        f"<td>{escape(', '.join(s['most_failed']) or '-')}</td></tr>" for lesson, s in summary["lessons"].items())
+    return (f"<!doctype html><html><head><title>Sampan class progress</title><style>{STYLE}</style></head><body>"
+            f"<h1>Class progress</h1><table id=\"roster\"><tr><th>learner</th><th>role</th><th>last activity</th>"
+            f"{head}</tr>{rows}</table><h2>Lessons</h2><table id=\"lessons\"><tr><th>lesson</th><th>done</th>"
+            f"<th>most failed exercises</th></tr>{per_lesson}</table>"
+            f"<p><a href=\"progress.csv\">Download CSV</a></p></body></html>")
+
+
+def render_own(name: str, lessons: dict[str, dict[str, Any]]) -> str:
+    """A learner's own page."""
+    rows = "".join(f"<tr><td>{escape(lesson)}</td>{_cell(entry)}<td>{escape(entry.get('last', ''))}</td></tr>"
+                   for lesson, entry in sorted(lessons.items()))
+    return (f"<!doctype html><html><head><title>My progress</title><style>{STYLE}</style></head><body>"
+            f"<h1>Progress of {escape(name)}</h1><table id=\"mine\"><tr><th>lesson</th><th>status</th>"
+            f"<th>last activity</th></tr>{rows or '<tr><td colspan=3>nothing yet</td></tr>'}</table></body></html>")
+
+
+def _role(user: dict[str, Any]) -> str:
+    roles = set(user.get("roles") or [])
+    return next((r for r in ("teacher", "assistant") if r in roles), "teacher" if user.get("admin") else "student")
+
+
+def make_app(store_path: str | os.PathLike):
+    """The tornado application of the service (JupyterHub's ``HubOAuthenticated`` handlers)."""
+    from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+    from jupyterhub.utils import url_path_join
+    from tornado import web
+    from tornado.httpclient import AsyncHTTPClient
+
+    from sampan.hub.progress_store import ProgressStore
+
+    store = ProgressStore(str(store_path))
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/progress/")
+    api_url, token = os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_API_TOKEN"]
+
+    async def roster() -> list[dict[str, Any]]:
+        response = await AsyncHTTPClient().fetch(url_path_join(api_url, "users"),
+                                                 headers={"Authorization": f"token {token}"})
+        users = json.loads(response.body)
+        return [{"name": u["name"], "role": _role(u), "last_activity": u.get("last_activity")}
+                for u in sorted(users, key=lambda u: u["name"])]
+
+    class Base(HubOAuthenticated, web.RequestHandler):
+        def scopes(self) -> set[str]:
+            return set(self.current_user.get("scopes", []))
+
+        def require(self, scope: str) -> None:
+            if scope not in self.scopes():
+                raise web.HTTPError(403, f"needs the scope {scope}")
+
+    class ClassHandler(Base):
+        @web.authenticated
+        async def get(self):
+            self.require(READ_SCOPE)
+            people = await roster()
+            names = [u["name"] for u in people]
+            self.finish(render_class(store.class_summary(names), people, store.last_activity()))
+
+    class OwnHandler(Base):
+        @web.authenticated
+        def get(self):
+            name = self.current_user["name"]
+            self.finish(render_own(name, store.lesson_status(name)))
+
+    class JsonHandler(Base):
+        @web.authenticated
+        async def get(self):
+            self.require(READ_SCOPE)
+            people = await roster()
+            summary = store.class_summary([u["name"] for u in people])
+            self.finish({"roster": people, "last_activity": store.last_activity(), **summary})
+
+    class CsvHandler(Base):
+        @web.authenticated
+        async def get(self):
+            self.require(READ_SCOPE)
+            people = await roster()
+            self.set_header("Content-Type", "text/csv; charset=utf-8")
+            self.set_header("Content-Disposition", 'attachment; filename="progress.csv"')
+            self.finish(store.csv_export([u["name"] for u in people]))
+
+    class EventHandler(Base):
+        def check_xsrf_cookie(self):  # only token-authenticated posts are accepted (see post)
+            return
+
+        @web.authenticated
+        def post(self):
+            if not self.request.headers.get("Authorization", "").startswith("token "):
+                raise web.HTTPError(403, "post events with the server's hub token")
+            self.require(WRITE_SCOPE)
+            try:
+                event = store.add(self.current_user["name"], json.loads(self.request.body or b"null"))
+            except (ValueError, json.JSONDecodeError) as exc:
+                self.set_status(400)
+                self.finish({"error": str(exc)})
+                return
+            self.set_status(201)
+            self.finish(event)
+
+    return web.Application([
+        (prefix, ClassHandler),
+        (url_path_join(prefix, "me"), OwnHandler),
+        (url_path_join(prefix, "api/progress"), JsonHandler),
+        (url_path_join(prefix, "progress.csv"), CsvHandler),
+        (url_path_join(prefix, "api/events"), EventHandler),
+        (url_path_join(prefix, "oauth_callback"), HubOAuthCallbackHandler),
+    ], cookie_secret=os.urandom(32))
+
+
+def main() -> None:
+    """Serves the app on the host and port of ``JUPYTERHUB_SERVICE_URL``."""
+    from urllib.parse import urlparse
+
+    from tornado.ioloop import IOLoop
+
+    url = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
+    store_path = Path(os.environ.get(STORE_ENV, "progress.sqlite"))
+    make_app(store_path).listen(url.port, url.hostname)
+    IOLoop.current().start()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,55 @@
+"""The spawner of ``sampan hub``: each learner's own JupyterLab, home folder, course copy and data.
+
+On one machine without a Unix account per learner, JupyterHub's
+``SimpleLocalProcessSpawner`` starts every server as the hub's own user in
+``<hub dir>/users/<name>``. Before a server starts, :class:`SampanSpawner` syncs the
+course into ``~/course`` (new files copied, the learner's edits never overwritten:
+:func:`sampan.hub.course.sync_course`) and links ``~/datasets`` to the shared
+datasets. Learners are separated by convention, not by the operating system: for a
+class whose learners must not reach each other's files, use one Unix account per
+learner (``LocalProcessSpawner``) or Kubernetes (``deploy/``), where the course data
+is a read-only volume. This module imports JupyterHub: only the hub process loads it.
+
+Example:
+    c.JupyterHub.spawner_class = "sampan.hub.spawner.SampanSpawner"
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from jupyterhub.spawner import SimpleLocalProcessSpawner
+from traitlets import Unicode
+
+from sampan.hub.course import sync_course
+
+
+class SampanSpawner(SimpleLocalProcessSpawner):
+    """``SimpleLocalProcessSpawner`` plus the course copy, the shared datasets and Sampan's environment."""
+
+    course_dir = Unicode("", config=True, help="the course to copy into each learner's ~/course")
+    datasets_dir = Unicode("", config=True, help="shared datasets, linked as ~/datasets")
+
+    async def start(self):
+        home = Path(self.home_dir)
+        home.mkdir(parents=True, exist_ok=True)
+        if self.course_dir and Path(self.course_dir).is_dir():
+            report = sync_course(Path(self.course_dir), home / "course")
+            self.log.info("course for %s: %d copied, %d updated, %d kept (edited by the learner)",
+                          self.user.name, len(report.copied), len(report.updated), len(report.kept))
+        link = home / "datasets"
+        if self.datasets_dir and not link.exists() and not link.is_symlink():
+            link.symlink_to(Path(self.datasets_dir), target_is_directory=True)
+        return await super().start()
+
+    def user_env(self, env):
+        env = super().user_env(env)
+        env["SAMPAN_DATA"] = str(Path(self.home_dir) / ".sampan")
+        env["SAMPAN_LEARNER_HOME"] = self.home_dir
+        return env
+
+    def get_args(self):
+        args = super().get_args()
+        if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers run as root
+            args.append("--allow-root")
+        return args

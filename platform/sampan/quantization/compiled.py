@@ -1,0 +1,160 @@
+"""Run a quantized model on real int8 kernels in torch: :func:`compile_int8`.
+
+The models that :func:`~sampan.quantization.quantize_dynamic` and :meth:`PTQ.convert` return are
+*reference* int8 models: portable, about 4x smaller, but every call dequantizes the weights and
+runs float kernels, so in eager torch they are slower than fp32. ``compile_int8`` lowers them
+with inductor (``torch.compile`` with ``freezing=True``), which replaces the quantize /
+dequantize patterns by int8 GEMM and convolution kernels:
+
+* a :meth:`PTQ.convert` / :meth:`QAT.convert` model (torchao pt2e, ``X86InductorQuantizer``):
+  inductor fuses its Q/DQ pairs into oneDNN ``qconv`` / ``qlinear`` ops;
+* a :func:`quantize_dynamic` model: its ``Int8Linear`` layers become torchao
+  ``Int8DynamicActivationInt8WeightConfig`` layers (the same int8 weights within one rounding
+  step, activations rounded
+  to int8 per row at run time) and run ``torch._int_mm``. ``Int8RNN`` (LSTM / GRU) layers keep
+  their reference kernels.
+
+With ``max_autotune=True`` (the default) inductor also benchmarks its own C++ int8 GEMM templates
+(AMX / AVX-512 VNNI micro-kernels) against oneDNN and keeps the faster: at batch 1 the
+Linear-heavy MLP of ``sampan bench compress`` ran 0.46x fp32 with it and 1.5x fp32 without it
+on the machine of ``BENCHMARKS.md``.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import re
+import warnings
+from typing import Any
+
+import torch
+from torch import nn
+
+from sampan.errors import bad_argument
+from sampan.quantization.dynamic import Int8Linear, Int8RNN
+from sampan.utils.imports import require
+
+# The int8 kernels inductor emits for the two flows, as they appear in its generated code.
+INT8_KERNELS = {
+    "onednn.qconv": re.compile(r"onednn\.qconv"),
+    "onednn.qlinear": re.compile(r"onednn\.qlinear"),
+    "_int_mm": re.compile(r"extern_kernels\._int_mm\("),
+    "int8 micro-GEMM": re.compile(r"void kernel_micro_gemm\([^)]*?const u?int8_t\*", re.S),  # max-autotune's C++ template
+}
+
+
+def _is_pt2e(model: nn.Module) -> bool:
+    if not isinstance(model, torch.fx.GraphModule):
+        return False
+    return any(n.op == "call_function" and "quantize_per" in str(n.target) for n in model.graph.nodes)
+
+
+def _torchao_dynamic(model: nn.Module) -> nn.Module:
+    """Swaps every ``Int8Linear`` for an ``nn.Linear`` that torchao quantizes to int8 activations x int8 weights."""
+    from sampan.quantization.dynamic import _replace
+
+    require("torchao")
+    from torchao import quantization
+
+    names = [n for n, m in model.named_modules() if isinstance(m, Int8Linear)]
+    swapped = copy.deepcopy(model)
+    for name in names:
+        # the dequantized weights lie on the int8 grid; torchao's symmetric per-row rounding (range
+        # -128..127) gives back the same int8 values within one step
+        _replace(swapped, name, swapped.get_submodule(name).dequantize())
+    wanted = set(names)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantization.quantize_(swapped, quantization.Int8DynamicActivationInt8WeightConfig(set_inductor_config=False),
+                               filter_fn=lambda module, fqn: fqn in wanted)
+    return swapped.eval()
+
+
+class Int8Compiled(nn.Module):
+    """A quantized model compiled onto int8 kernels; built by :func:`compile_int8`, for inference only.
+
+    Every new input shape compiles once (shapes are static: int8 kernels are chosen per shape).
+
+    Attributes:
+        module: the int8 model that was compiled (runs the reference kernels if called directly).
+        flow: ``"pt2e"`` (static PTQ / QAT) or ``"dynamic"`` (int8 activations rounded at run time).
+    """
+
+    def __init__(self, module: nn.Module, flow: str, max_autotune: bool):
+        super().__init__()
+        self.module, self.flow, self.max_autotune = module, flow, max_autotune
+        self._compiled = torch.compile(module, dynamic=False)
+
+    def _config(self):
+        options = {"freezing": True, "max_autotune": self.max_autotune, "force_fuse_int_mm_with_mul": True}
+        return torch._inductor.config.patch(**options)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        # inductor reads these settings while it compiles (first call of each shape), so they are
+        # switched on around every call rather than once, globally
+        with self._config(), torch.no_grad(), _quiet():
+            return self._compiled(*args, **kwargs)
+
+    def int8_kernels(self, *example_inputs: Any) -> list[str]:
+        """Compiles afresh for ``example_inputs`` and lists the int8 kernels in inductor's generated code.
+
+        Resets ``torch.compile``'s caches (as ``sampan.jit.explain`` does). Example:
+            >>> compile_int8(int8_net).int8_kernels(torch.randn(4, 64))  # doctest: +SKIP
+            ['_int_mm']
+        """
+        from torch._inductor.utils import run_and_get_code
+
+        # a cache hit would skip the code generation that run_and_get_code listens to
+        with torch._inductor.config.patch(fx_graph_cache=False), \
+                torch._functorch.config.patch(enable_autograd_cache=False):
+            _, code = run_and_get_code(self.forward, *example_inputs)
+        text = "\n".join(code)
+        return [name for name, pattern in INT8_KERNELS.items() if pattern.search(text)]
+
+    def train(self, mode: bool = True) -> "Int8Compiled":
+        if mode:
+            raise RuntimeError("An Int8Compiled model is for inference only. HINT: train the float model "
+                               "(or the QAT model) and call compile_int8 on the converted result again.")
+        return super().train(False)
+
+
+@contextlib.contextmanager
+def _quiet():
+    with warnings.catch_warnings():
+        # torchao's lowering builds zero-point tensors with torch.tensor(tensor), which torch warns about
+        warnings.filterwarnings("ignore", message=r"To copy construct from a tensor")
+        yield
+
+
+def compile_int8(model: nn.Module, *, max_autotune: bool = True) -> Int8Compiled:
+    """Compiles a quantized model onto int8 kernels (``torch.compile`` + inductor freezing).
+
+    Args:
+        model: from :func:`~sampan.quantization.quantize_dynamic`, :meth:`PTQ.convert` or
+            :meth:`QAT.convert` (not modified).
+        max_autotune: also try inductor's own int8 GEMM templates and keep the fastest kernel per
+            layer (slower to compile: seconds per layer and input shape).
+
+    Returns:
+        An :class:`Int8Compiled` module; its first call per input shape compiles.
+
+    Raises:
+        TypeError: ``model`` is not a quantized model.
+
+    Example:
+        >>> fast = compile_int8(quantize_dynamic(mlp))          # doctest: +SKIP
+        >>> logits = fast(torch.randn(32, 64))                   # int8 GEMMs  # doctest: +SKIP
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(bad_argument("model", model, "a quantized torch.nn.Module"))
+    if _is_pt2e(model):
+        return Int8Compiled(model.eval(), "pt2e", max_autotune)
+    if any(isinstance(m, Int8Linear) for m in model.modules()):
+        return Int8Compiled(_torchao_dynamic(model), "dynamic", max_autotune)
+    if any(isinstance(m, Int8RNN) for m in model.modules()):
+        raise TypeError(bad_argument("model", type(model).__name__, "a model with int8 Linear or convolution layers",
+                                     "int8 LSTM / GRU layers have no compiled int8 kernel; use export_onnx "
+                                     "or keep the reference model"))
+    raise TypeError(bad_argument("model", type(model).__name__,
+                                 "a model quantized by quantize_dynamic, PTQ.convert or QAT.convert",
+                                 "quantize it first: compile_int8(sampan.quantization.quantize_dynamic(model))"))

@@ -1,0 +1,125 @@
+"""Integration: the real hub of ``sampan hub`` (JupyterHub, configurable-http-proxy, NativeAuthenticator,
+SQLite, the teacher dashboard service, jupyterhub-idle-culler) driven over HTTP like a class would.
+
+The tests share one hub and run in order: sign-up and approval, servers and progress, the 403 cases,
+then a restart (nothing lost) with short culling times (a busy server survives, an idle one is culled).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
+
+LEARNERS = ("alice", "bob", "carol")
+PASSWORD = "river-boat-{}-2718"
+LESSON = "tensors_and_autograd"
+QUICK_LESSON = f"""
+from sampan.path.exercise import Exercises
+import torch
+ex = Exercises({LESSON!r})
+ex.check("double", (torch.tensor(3.0) * 2).item(), 6.0)
+ex.check("shape", tuple(torch.zeros(2, 3).shape), (3, 2))
+ex.done()
+ex.results["shape"] = ex.check("shape", tuple(torch.zeros(2, 3).shape), (2, 3))
+ex.done()
+"""
+
+
+@pytest.fixture(scope="module")
+def hub(hub_factory):
+    return hub_factory(roster="username,role\nta,assistant\n")
+
+
+def pw(name: str) -> str:
+    return PASSWORD.format(name)
+
+
+def test_signup_needs_approval_and_wrong_passwords_say_nothing(hub):
+    for name in (*LEARNERS, "ta", "dave"):
+        hub.signup(name, pw(name))
+    with pytest.raises(PermissionError, match="has not been authorized"):
+        hub.login("alice", pw("alice"))  # signed up, not approved yet
+    teacher = hub.login("teacher", hub.teacher_password)
+    for name in LEARNERS:
+        assert teacher.get(hub.url + f"hub/authorize/{name}", timeout=10).status_code == 200
+    for name in (*LEARNERS, "ta"):  # ta is on the roster: approved in advance
+        hub.login(name, pw(name))
+    with pytest.raises(PermissionError, match="has not been authorized"):
+        hub.login("dave", pw("dave"))  # never approved
+    with pytest.raises(PermissionError) as wrong_password:
+        hub.login("alice", "not-her-password")
+    with pytest.raises(PermissionError) as no_such_user:
+        hub.login("nobody", "not-her-password")
+    assert str(wrong_password.value) == str(no_such_user.value) == "Invalid username or password."
+    # the teacher's name cannot be taken at sign-up
+    hub.signup("teacher", "someone-else-123")
+    with pytest.raises(PermissionError):
+        hub.login("teacher", "someone-else-123")
+
+
+def test_a_lesson_in_a_learners_kernel_reaches_the_teacher_dashboard(hub):
+    hub.spawn(*LEARNERS, "ta")
+    alice = hub.token_for("alice")
+    out = hub.execute("alice", QUICK_LESSON, token=alice)
+    assert "1/2 exercises right" in out and "complete" in out
+    # the learner's own copy of the course was made in her home on the first spawn
+    assert (hub.dir / "users" / "alice" / "course" / "path.yaml").is_file()
+
+    for who in ("teacher", "ta"):
+        token = hub.admin_token() if who == "teacher" else hub.token_for("ta")
+        data = hub.api("GET", "services/progress/api/progress", token=token).json()
+        assert {u["name"]: u["role"] for u in data["roster"]}["ta"] == "assistant"
+        assert data["learners"]["alice"][LESSON]["status"] == "done"
+        assert data["learners"]["alice"][LESSON]["exercises_passed"] == 2
+        assert LESSON not in data["learners"]["bob"]
+        assert data["lessons"][LESSON]["done"] == 1
+        assert data["lessons"][LESSON]["most_failed"] == ["shape"]
+    page = hub.api("GET", "services/progress/", token=hub.admin_token()).text
+    assert "alice" in page and "carol" in page and 'class="done"' in page
+    csv = hub.api("GET", "services/progress/progress.csv", token=hub.admin_token()).text.splitlines()
+    assert csv[0] == "user,lesson,status,exercises_passed,last_activity"
+    assert any(line.startswith(f"alice,{LESSON},done,2,") for line in csv)
+    assert any(line.startswith(f"bob,{LESSON},not started,0,") for line in csv)
+
+
+def test_students_and_assistants_are_kept_out(hub):
+    bob, ta = hub.token_for("bob"), hub.token_for("ta")
+    assert hub.api("GET", "services/progress/", token=bob).status_code == 403
+    assert hub.api("GET", "services/progress/progress.csv", token=bob).status_code == 403
+    assert hub.api("GET", "user/alice/api/contents", token=bob).status_code == 403
+    assert hub.api("GET", "user/alice/api/contents", token=ta).status_code == 403  # progress, not files
+    own = hub.api("GET", "services/progress/me", token=bob)
+    assert own.status_code == 200 and "Progress of bob" in own.text and LESSON not in own.text
+    # an event is stored for the token's owner only; a bad one is refused with the reason
+    forged = hub.api("POST", "services/progress/api/events", token=bob, json={"lesson": "x", "status": "done"})
+    assert forged.status_code == 400 and "status" in forged.json()["error"]
+    # anonymous visitors are sent to the login page
+    anonymous = __import__("requests").get(hub.url + "services/progress/", timeout=10)
+    assert "/hub/login" in anonymous.url
+
+
+def test_restart_keeps_everything_and_culling_spares_a_busy_server(hub):
+    hub.extra_env.update(SAMPAN_HUB_CULL_TIMEOUT="20", SAMPAN_HUB_CULL_EVERY="5", SAMPAN_HUB_ACTIVITY_INTERVAL="5")
+    hub.restart()
+    hub.login("alice", pw("alice"))  # users and approvals survived
+    data = hub.api("GET", "services/progress/api/progress").json()
+    assert data["learners"]["alice"][LESSON]["status"] == "done"  # progress survived
+
+    hub.spawn("alice", "bob")
+    alice = hub.token_for("alice")
+    def train():  # a long cell: the kernel stays busy and sends nothing
+        try:
+            hub.execute("alice", "import time; time.sleep(75)", token=alice, timeout=100)
+        except Exception:  # the hub stops at the end of the module, closing the connection
+            pass
+
+    busy = threading.Thread(target=train, daemon=True)
+    busy.start()
+    deadline = time.time() + 90
+    while time.time() < deadline and hub.api("GET", "hub/api/users/bob").json()["servers"]:
+        time.sleep(2)
+    assert not hub.api("GET", "hub/api/users/bob").json()["servers"], "the idle server was not culled"
+    assert hub.api("GET", "hub/api/users/alice").json()["servers"][""]["ready"], "the busy server was culled"

@@ -1,0 +1,118 @@
+"""``sampan publish``: the learner's gallery (files, refusals, CLI) and real Voilà serving it."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from sampan.cli import main
+from sampan.errors import UnsafeFileError
+from sampan.hub import gallery
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv(gallery.LEARNER_HOME_ENV, str(home))
+    return home
+
+
+def notebook(path, code="print('hello from my app')", output="hello from my app\n"):
+    nb = new_notebook(cells=[new_markdown_cell("# My app"),
+                             new_code_cell(code, outputs=[new_output("stream", name="stdout", text=output)])])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def test_publish_list_and_remove(home):
+    source = notebook(home / "apps" / "my app.ipynb")
+    entry = gallery.publish(source, thumbnail=False)
+    assert (entry.name, entry.source, entry.thumbnail) == ("my_app", "apps/my app.ipynb", None)
+    assert [p.name for p in gallery.list_published()] == ["my_app"]
+    assert (gallery.gallery_dir() / "my_app.ipynb").read_bytes() == source.read_bytes()
+    page = json.loads((gallery.gallery_dir() / gallery.INDEX).read_text())["cells"][0]["source"]
+    assert 'href="my_app.ipynb"' in page and "data:image/svg+xml" in page  # placeholder without a thumbnail
+    gallery.remove("my_app")
+    assert gallery.list_published() == [] and source.is_file()
+    assert not (gallery.gallery_dir() / "my_app.ipynb").exists()
+    with pytest.raises(KeyError, match="sampan publish --list"):
+        gallery.remove("my_app")
+
+
+def test_publish_refuses_files_outside_the_learners_folder(home, tmp_path):
+    outside = notebook(tmp_path / "elsewhere" / "theirs.ipynb")
+    with pytest.raises(UnsafeFileError, match="inside your folder"):
+        gallery.publish(outside, thumbnail=False)
+    (home / "link.ipynb").symlink_to(outside)  # a link inside the folder pointing out is refused too
+    with pytest.raises(UnsafeFileError, match="inside your folder"):
+        gallery.publish(home / "link.ipynb", thumbnail=False)
+    (home / "notes.txt").write_text("not a notebook")
+    with pytest.raises(ValueError, match="Expected `notebook` to be a .ipynb notebook"):
+        gallery.publish(home / "notes.txt", thumbnail=False)
+    with pytest.raises(ValueError, match="Expected `name`"):
+        gallery.publish(notebook(home / "a.ipynb"), name="../evil", thumbnail=False)
+    assert gallery.list_published() == []
+
+
+def test_cli_publish_list_remove(home, capsys, tmp_path):
+    source = notebook(home / "app.ipynb")
+    assert main(["publish", str(source), "--no-thumbnail"]) == 0
+    assert main(["publish", "--list"]) == 0
+    assert "app\t" in capsys.readouterr().out
+    assert main(["publish", str(notebook(tmp_path / "x.ipynb"))]) == 2
+    assert "inside your folder" in capsys.readouterr().err
+    assert main(["publish", "--remove", "nope"]) == 2
+    assert "Expected `name` to be one of app" in capsys.readouterr().err
+    assert main(["publish", "--remove", "app"]) == 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 90.0) -> str:
+    deadline = time.time() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r:
+                return r.read().decode()
+        except (urllib.error.URLError, ConnectionError, OSError):
+            if time.time() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_gallery_is_served_by_voila_with_thumbnails_and_no_tracebacks(home, tmp_path):
+    gallery.publish(notebook(home / "good.ipynb"))  # a real headless-Chromium thumbnail
+    bad = notebook(home / "bad.ipynb", code="raise ValueError('secret-detail-42')", output="")
+    gallery.publish(bad, thumbnail=False)
+    assert (gallery.gallery_dir() / "thumbs" / "good.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    port = _free_port()
+    log = open(tmp_path / "voila.log", "w")
+    proc = subprocess.Popen(gallery.voila_command(port=port), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}/voila/render/"
+        index = _get(base + gallery.INDEX)
+        assert 'href="good.ipynb"' in index and 'href="bad.ipynb"' in index
+        assert "data:image/png;base64," in index  # good's thumbnail
+        good = _get(base + "good.ipynb")
+        assert "hello from my app" in good and "print(" not in good  # sources stripped
+        failing = _get(base + "bad.ipynb")
+        assert "error" in failing.lower()
+        assert "secret-detail-42" not in failing and "Traceback" not in failing
+    finally:
+        proc.terminate()
+        proc.wait(20)

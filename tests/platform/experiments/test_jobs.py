@@ -1,0 +1,75 @@
+"""Background jobs: a separate process, its folder, its run; cancelled and killed jobs are marked."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+import sampan.experiments as ex
+from sampan.cli import main
+from sampan.experiments.jobs import get_job, list_jobs
+
+
+def _wait_for(pred, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_a_job_runs_the_notebook_with_its_parameters_and_keeps_its_outputs(sleeper, fresh_store, capsys):
+    assert main(["job", "run", str(sleeper), "-p", "seconds=0.5"]) == 0
+    job = list_jobs()[0]
+    assert job.parameters == {"seconds": 0.5} and job.status == "running"
+    job.wait(timeout=300)
+    assert job.status == "finished", job.logs()
+    assert job.output.is_file() and "seconds = 0.5" in job.output.read_text()
+    assert "started" in job.logs()  # the cells' output streams into the log
+    run = ex.client().get_run(job.run_id)
+    assert run.info.status == "FINISHED" and run.data.params == {"seconds": "0.5"}
+    assert run.data.tags["sampan.kind"] == "job" and run.data.tags["sampan.job"] == job.id
+    capsys.readouterr()
+    assert main(["job", "list"]) == 0
+    assert f"{job.id}  finished" in capsys.readouterr().out
+    assert main(["job", "logs", job.id]) == 0
+    assert "started" in capsys.readouterr().out
+
+
+def test_cancel_stops_the_process_and_its_kernel(sleeper, fresh_store, capsys):
+    job = ex.submit(sleeper, {"seconds": 120})
+    _wait_for(lambda: "started" in job.logs())
+    procs = [psutil.Process(job.pid), *psutil.Process(job.pid).children(recursive=True)]
+    assert main(["job", "cancel", job.id[:12]]) == 0
+    assert f"job {job.id}: cancelled" in capsys.readouterr().out
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
+    assert get_job(job.id).status == "cancelled"
+    assert ex.client().get_run(job.run_id).info.status == "KILLED"
+
+
+def test_a_killed_job_is_marked_killed_not_left_running(sleeper, fresh_store, capsys):
+    job = ex.submit(sleeper)
+    _wait_for(lambda: "started" in job.logs())
+    kernel = psutil.Process(job.pid).children(recursive=True)
+    os.kill(job.pid, signal.SIGKILL)
+    _wait_for(lambda: get_job(job.id).status != "running", timeout=10)
+    assert main(["job", "list"]) == 0
+    assert f"{job.id}  killed" in capsys.readouterr().out
+    assert get_job(job.id).error["ename"] == "Killed"
+    assert ex.client().get_run(job.run_id).info.status == "KILLED"
+    for proc in kernel:  # the orphaned kernel notices its parent is gone (ipykernel's parent poller)
+        proc.wait(timeout=30)
+
+
+def test_job_refuses_a_parameter_the_notebook_does_not_define(sleeper, fresh_store, capsys):
+    assert main(["job", "run", str(sleeper), "-p", "minutes=3"]) == 2
+    err = capsys.readouterr().err
+    assert "'minutes', which it does not define; it defines: seconds" in err
+    assert list_jobs() == []
+
+
+def test_unknown_job_id_lists_the_known_ones(fresh_store, capsys):
+    assert main(["job", "logs", "nope"]) == 2
+    assert "Expected `job_id` to be the id of one job" in capsys.readouterr().err

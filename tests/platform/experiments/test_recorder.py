@@ -1,0 +1,72 @@
+"""Every Model.fit is an MLflow run; MLflow's own client reads back what Sampan wrote."""
+from __future__ import annotations
+
+import os
+
+import torch
+from mlflow.tracking import MlflowClient
+
+import sampan
+import sampan.experiments as ex
+from sampan.callbacks import ModelCheckpoint
+
+
+def _fit(net, blobs, **kw):
+    model = sampan.Model(net, inputs=sampan.InputSpec([None, 16], "float32", "x"))
+    model.prepare(torch.optim.Adam(net.parameters(), 3e-3, weight_decay=1e-4), torch.nn.CrossEntropyLoss(),
+                  sampan.metric.Accuracy())
+    model.fit(blobs[0], blobs[1], epochs=3, batch_size=32, verbose=0, log_freq=2, **kw)
+    return model
+
+
+def _runs(uri):
+    ex.flush()
+    client = MlflowClient(tracking_uri=uri)  # MLflow's own client, not Sampan's
+    exp = client.get_experiment_by_name(os.environ["SAMPAN_EXPERIMENT"])
+    return client, (client.search_runs([exp.experiment_id]) if exp else [])
+
+
+def test_a_fit_is_a_run_that_mlflow_reads_back(fresh_store, blobs, mlp, tmp_path, monkeypatch, one_thread):
+    monkeypatch.setenv("SAMPAN_LESSON", "first_model")
+    _fit(mlp(), blobs, callbacks=[ModelCheckpoint(tmp_path / "ckpt", save_freq=0, monitor="eval_acc",
+                                                  save_best_only=True)])
+    client, runs = _runs(fresh_store)
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.info.status == "FINISHED"
+    p = run.data.params
+    assert (p["optimizer"], float(p["optimizer.lr"]), float(p["optimizer.weight_decay"])) == ("Adam", 3e-3, 1e-4)
+    assert (p["epochs"], p["batch_size"], p["loss"], p["metrics"]) == ("3", "32", "CrossEntropyLoss", "Accuracy")
+    assert int(p["params_total"]) == sum(q.numel() for q in mlp().parameters())
+    assert int(p["flops"]) > 0 and p["device"] == "cpu" and p["seed"].isdigit()
+    assert run.data.tags["sampan.lesson"] == "first_model" and run.data.tags["sampan.source"]
+    assert run.data.tags["version.torch"] == torch.__version__
+    history = client.get_metric_history(run.info.run_id, "eval_acc")
+    assert [m.step for m in history] == [1, 2, 3]
+    assert all(0.0 <= m.value <= 1.0 for m in history)
+    steps = client.get_metric_history(run.info.run_id, "step/loss")
+    assert [m.step for m in steps] == list(range(2, 19, 2))  # 6 batches x 3 epochs, every 2nd step
+    assert client.get_metric_history(run.info.run_id, "system/rss")[0].value > 0
+    assert [f.path for f in client.list_artifacts(run.info.run_id, "checkpoints")] == ["checkpoints/best.pt"]
+
+
+def test_recording_turns_off_with_one_switch(fresh_store, blobs, mlp, monkeypatch, one_thread):
+    ex.disable()
+    try:
+        _fit(mlp(), blobs)
+    finally:
+        ex.enable()
+    monkeypatch.setenv("SAMPAN_TRACKING", "0")
+    _fit(mlp(), blobs)
+    monkeypatch.delenv("SAMPAN_TRACKING")
+    _fit(mlp(), blobs)
+    _, runs = _runs(fresh_store)
+    assert len(runs) == 1
+
+
+def test_own_recorder_names_the_run_and_is_not_doubled(fresh_store, blobs, mlp, one_thread):
+    rec = ex.Recorder(run_name="baseline", tags={"idea": "wider"})
+    _fit(mlp(), blobs, callbacks=[rec])
+    _, runs = _runs(fresh_store)
+    assert [(r.info.run_name, r.data.tags["idea"], r.info.run_id) for r in runs] == [("baseline", "wider", rec.run_id)]
+    assert ex.search_runs("tags.idea = 'wider'")[0].info.run_id == rec.run_id

@@ -1,0 +1,44 @@
+"""Where runs go: the default SQLite store under the data directory, SAMPAN_TRACKING_URI, unwritable places."""
+from __future__ import annotations
+
+import pytest
+
+from sampan.experiments import store
+
+
+def test_default_store_is_a_sqlite_file_under_the_data_directory(data_home, monkeypatch):
+    monkeypatch.delenv("SAMPAN_TRACKING_URI")
+    uri = store.tracking_uri()
+    assert uri == f"sqlite:///{(data_home / 'tracking' / 'mlflow.db').as_posix()}"
+    assert store.artifact_root(uri) == (data_home / "tracking" / "artifacts").resolve().as_uri()
+
+
+def test_tracking_uri_setting_wins(monkeypatch, tmp_path):
+    monkeypatch.setenv("SAMPAN_TRACKING_URI", f"sqlite:///{tmp_path}/team.db")
+    assert store.tracking_uri() == f"sqlite:///{tmp_path}/team.db"
+    assert store.sqlite_path(store.tracking_uri()) == tmp_path / "team.db"
+    assert store.sqlite_path("http://mlflow.example:5000") is None
+
+
+def test_a_file_where_the_folder_should_be_is_a_clear_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "runs"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SAMPAN_TRACKING_URI", f"sqlite:///{blocker}/sub/mlflow.db")
+    with pytest.raises(store.StoreError, match=r"cannot be created .*HINT: set SAMPAN_TRACKING_URI"):
+        store.check_writable()
+
+
+def test_fit_refuses_an_unwritable_store_before_training(tmp_path, monkeypatch, blobs, mlp):
+    import torch
+
+    import sampan
+
+    blocker = tmp_path / "runs"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SAMPAN_TRACKING_URI", f"sqlite:///{blocker}/mlflow.db")
+    net = mlp()
+    model = sampan.Model(net)
+    model.prepare(torch.optim.SGD(net.parameters(), 0.1), torch.nn.CrossEntropyLoss())
+    with pytest.raises(store.StoreError, match=str(blocker)):
+        model.fit(blobs[0], epochs=1, verbose=0)
+    assert model.global_step == 0

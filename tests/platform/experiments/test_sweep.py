@@ -1,0 +1,89 @@
+"""Sweeps: ranges, refusals before anything runs, failing and pruned trials, two workers on one store."""
+from __future__ import annotations
+
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+
+import sampan
+import sampan.experiments as ex
+from sampan.experiments.space import parse_spec
+
+
+@pytest.mark.parametrize("spec, kind", [("1e-4:1e-1:log", "float"), ("0:0.5", "float"), ("1:4", "int"),
+                                        ("32,64", "choice"), ("0:1:0.25", "float")])
+def test_ranges_parse(spec, kind):
+    assert parse_spec("x", spec)["kind"] == kind
+
+
+@pytest.mark.parametrize("spec", ["abc:1", "1:2:3:4", "5:1", "0:1:log", ""])
+def test_unparseable_range_names_the_parameter_and_the_forms(spec):
+    with pytest.raises(ValueError, match=r"Expected `lr` to be a sweep range .*LOW:HIGH:log.*A,B,C"):
+        parse_spec("lr", spec)
+
+
+def test_undefined_parameter_is_refused_before_anything_runs(fit_notebook, fresh_store, data_home):
+    with pytest.raises(ValueError, match=r"'momentum', which it does not define; it defines: lr, width, fail"):
+        ex.sweep(fit_notebook, {"lr": "1e-3:1e-1:log", "momentum": "0:0.9"}, trials=2)
+    assert not (data_home / "sweeps").exists()
+    assert ex.search_runs() == []
+
+
+def test_function_sweep_records_trials_prunes_and_survives_a_failing_trial(fresh_store, blobs, mlp, one_thread):
+    def train(lr, width):
+        if width == 3:
+            raise RuntimeError("width 3 is broken")
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(16, width), torch.nn.ReLU(), torch.nn.Linear(width, 2))
+        model = sampan.Model(net)
+        model.prepare(torch.optim.SGD(net.parameters(), lr), torch.nn.CrossEntropyLoss(), sampan.metric.Accuracy())
+        model.fit(blobs[0], blobs[1], epochs=4, batch_size=32, verbose=0)
+        return model.evaluate(blobs[1], verbose=0)["acc"]
+
+    handle = ex.sweep(train, {"lr": "1e-3:3e-1:log", "width": [3, 16]}, trials=8, metric="eval_acc")
+    trials = handle.wait(timeout=300).trials()
+    states = [t.state.name for t in trials]
+    assert len(trials) == 8 and "COMPLETE" in states
+    runs = {r.data.tags["sampan.trial"]: r for r in handle.runs()}
+    assert len(runs) == 8
+    for t in trials:
+        run = runs[str(t.number)]
+        assert float(run.data.params["lr"]) == pytest.approx(t.params["lr"])
+        if t.params["width"] == 3:
+            assert t.state.name == "FAIL" and run.info.status == "FAILED"
+            assert run.data.tags["sampan.error"] == "RuntimeError: width 3 is broken"
+        elif t.state.name == "COMPLETE":
+            assert run.info.status == "FINISHED" and run.data.metrics["eval_acc"] == pytest.approx(t.value)
+        else:
+            assert t.state.name == "PRUNED" and run.info.status == "KILLED"
+    # each fit is a child run of its trial's run
+    children = ex.search_runs("tags.`sampan.kind` = 'fit'")
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} <= {r.info.run_id for r in runs.values()}
+    assert len(children) == sum(t.params["width"] != 3 for t in trials)
+
+
+def test_two_notebook_workers_on_one_sqlite_store_lose_nothing(fit_notebook, fresh_store):
+    handle = ex.sweep(fit_notebook, {"lr": "0.01:0.5:log", "width": "4,8"}, trials=2, jobs=2, pruner="none")
+    trials = handle.wait(timeout=600).trials()
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 2
+    trial_runs = handle.runs()
+    assert len(trial_runs) == 2 and all(r.info.status == "FINISHED" for r in trial_runs)
+    client = MlflowClient(tracking_uri=fresh_store)
+    fits = ex.search_runs("tags.`sampan.kind` = 'fit'")
+    assert sorted(f.data.tags["mlflow.parentRunId"] for f in fits) == sorted(r.info.run_id for r in trial_runs)
+    for fit in fits:
+        for name in ("loss", "acc", "eval_loss", "eval_acc"):
+            assert [m.step for m in client.get_metric_history(fit.info.run_id, name)] == [1, 2, 3]
+    by_id = {f.data.tags["mlflow.parentRunId"]: f for f in fits}
+    for run in trial_runs:  # the trial's value is its fit's last eval_acc
+        assert run.data.metrics["eval_acc"] == pytest.approx(by_id[run.info.run_id].data.metrics["eval_acc"])
+
+
+def test_failing_notebook_trial_is_recorded_with_its_cell_and_the_sweep_goes_on(fit_notebook, fresh_store):
+    handle = ex.sweep(fit_notebook, {"fail": [True]}, trials=2, wait=True)
+    assert [t.state.name for t in handle.trials()] == ["FAIL", "FAIL"]
+    for run in handle.runs():
+        assert run.info.status == "FAILED"
+        assert run.data.tags["sampan.error"] == "ValueError: this trial was asked to fail"
+        assert run.data.tags["sampan.failed_cell"] == "2"  # the injected parameters cell comes first
+        assert "raise ValueError" in run.data.tags["sampan.failed_source"]

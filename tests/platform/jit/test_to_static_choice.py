@@ -1,0 +1,69 @@
+"""to_static keeps the faster of compiled and eager per inference input shape, and says so in explain."""
+import pytest
+import torch
+from torch import nn
+
+import sampan
+from sampan.jit import to_static
+from sampan.jit.to_static import PathChoice
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    """Every test compiles the same Sequential.forward: start each below Dynamo's recompile limit."""
+    torch._dynamo.reset()
+
+
+def _net():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).eval()
+
+
+def test_each_inference_shape_gets_a_measured_choice_shown_by_explain():
+    net = to_static(_net())
+    with torch.no_grad():
+        for batch in (4, 4, 3):
+            net(torch.randn(batch, 8))
+    choices = net.forward.choices
+    assert set(choices) == {(((4, 8), torch.float32),), (((3, 8), torch.float32),)}
+    for choice in choices.values():
+        assert choice.compiled_seconds > 0 and choice.eager_seconds > 0
+        faster = "eager" if choice.eager_seconds < choice.compiled_seconds else "compiled"
+        assert choice.path == faster          # the kept path is the one that measured faster
+    text = str(sampan.jit.explain(net, torch.randn(4, 8)))
+    assert "per input shape" in text and "[4, 8] float32: " in text and "[3, 8] float32: " in text
+
+
+def test_the_kept_path_is_the_one_that_runs():
+    def plus_one(gm, example_inputs):  # a "compiler" whose output is told apart from eager's
+        def run(*args):
+            return tuple(o + 1 for o in gm(*args))
+        return run
+
+    net = to_static(_net(), backend=plus_one, verify=False)
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        net(x)                                  # compiles
+        net(x)                                  # measured: a choice for this shape
+        key = next(iter(net.forward.choices))
+        eager = net.forward.original(x)
+        net.forward.choices[key] = PathChoice("compiled", 1.0, 2.0)
+        torch.testing.assert_close(net(x), eager + 1)
+        net.forward.choices[key] = PathChoice("eager", 2.0, 1.0)
+        torch.testing.assert_close(net(x), eager)
+
+
+def test_training_calls_always_run_compiled_and_choose_nothing():
+    net = to_static(_net().train(), backend="aot_eager")
+    loss = net(torch.randn(4, 8)).sum()
+    loss.backward()
+    net(torch.randn(4, 8))
+    assert net.forward.status == "compiled" and net.forward.choices == {}
+
+
+def test_pick_faster_off_always_runs_compiled():
+    net = to_static(_net(), pick_faster=False)
+    with torch.no_grad():
+        net(torch.randn(2, 8))
+        net(torch.randn(2, 8))
+    assert net.forward.choices == {}

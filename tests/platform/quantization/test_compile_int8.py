@@ -1,0 +1,60 @@
+"""compile_int8: quantized models run int8 kernels in torch (seen in inductor's generated code) and
+agree with their reference int8 models."""
+import pytest
+import torch
+from torch import nn
+
+from sampan.quantization import PTQ, Int8Compiled, compile_int8, quantize_dynamic
+
+
+def test_dynamic_int8_mlp_runs_int8_matmuls_and_matches_the_reference(mlp):
+    qnet = quantize_dynamic(mlp)
+    fast = compile_int8(qnet, max_autotune=False)
+    x = torch.randn(8, 64)
+    kernels = fast.int8_kernels(x)
+    assert {"_int_mm", "int8 micro-GEMM"} & set(kernels), kernels  # int8 x int8 -> int32 GEMMs
+    with torch.no_grad():
+        ref, got, fp32 = qnet(x), fast(x), mlp(x)
+    assert fast.flow == "dynamic"
+    # activations are rounded to int8 too: close to the weight-only reference and to fp32
+    assert (got - ref).abs().max() < 0.05 * ref.abs().max()
+    assert (got.argmax(1) == fp32.argmax(1)).float().mean() >= 0.75
+    steps = fast.module[0].weight.qdata.int() - qnet[0].weight_int8.int()
+    assert steps.abs().max() <= 1   # the same int8 weights, re-rounded by torchao's own scales
+
+
+def test_static_int8_lenet_runs_onednn_int8_convolutions(lenet):
+    ptq = PTQ()
+    g = torch.Generator().manual_seed(1)
+    observed = ptq.quantize(lenet, torch.rand(2, 1, 28, 28))
+    ptq.calibrate(observed, [torch.rand(16, 1, 28, 28, generator=g) for _ in range(3)])
+    q = ptq.convert(observed)
+    fast = compile_int8(q, max_autotune=False)
+    x = torch.rand(4, 1, 28, 28, generator=g)
+    kernels = fast.int8_kernels(x)
+    assert {"onednn.qconv", "onednn.qlinear"} <= set(kernels), kernels
+    with torch.no_grad():
+        ref = q(x)
+        torch.testing.assert_close(fast(x), ref, rtol=0.05, atol=0.05 * float(ref.abs().max()))
+
+
+def test_max_autotune_still_runs_int8_kernels():
+    torch.manual_seed(0)
+    qnet = quantize_dynamic(nn.Sequential(nn.Linear(32, 64)).eval())
+    fast = compile_int8(qnet)                            # the default, as `sampan bench compress` runs it
+    x = torch.randn(2, 32)
+    assert fast.int8_kernels(x), "no int8 kernel in the generated code"
+    with torch.no_grad():
+        ref = qnet(x)
+        assert (fast(x) - ref).abs().max() < 0.05 * ref.abs().max()
+
+
+def test_bad_input_is_named(mlp):
+    with pytest.raises(TypeError, match=r"`model`.*HINT: quantize it first"):
+        compile_int8(mlp)
+    with pytest.raises(TypeError, match="model"):
+        compile_int8("mlp")
+    fast = compile_int8(quantize_dynamic(mlp), max_autotune=False)
+    assert isinstance(fast, Int8Compiled)
+    with pytest.raises(RuntimeError, match="inference only"):
+        fast.train()

@@ -1,0 +1,64 @@
+"""Every other file Sampan opens from outside is read without unpickling code (issue 11, security item 1).
+
+Each test writes a file whose pickle runs a shell command (``torch.save`` of an object whose ``__reduce__``
+calls ``os.system``) where Sampan reads: a training checkpoint, a model-zoo entry, the ``sampan export``
+input, a cached dataset. The file must be refused and the command must not run.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from _attacks import Payload
+
+import sampan
+from sampan.errors import CheckpointError
+
+
+@pytest.fixture
+def marker(tmp_path):
+    return tmp_path / "pwned"
+
+
+def test_the_attack_is_real_a_plain_torch_load_runs_the_command(tmp_path, marker):
+    torch.save({"model": Payload(marker)}, tmp_path / "evil.pt")
+    torch.load(tmp_path / "evil.pt", weights_only=False)
+    assert marker.is_file()
+
+
+def test_model_load_refuses_a_pickled_checkpoint(tmp_path, marker):
+    torch.save({"model": Payload(marker), "epoch": 3}, tmp_path / "evil.pt")
+    model = sampan.Model(torch.nn.Linear(4, 2))
+    with pytest.raises(CheckpointError):
+        model.load(tmp_path / "evil.pt")
+    assert not marker.exists()
+
+
+def test_the_model_zoo_refuses_pickled_weights(marker):
+    from sampan.vision.models import load_from_zoo, zoo_path
+
+    path = zoo_path("evil-net")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"weight": Payload(marker)}, path)
+    with pytest.raises(CheckpointError, match="Cannot read zoo weights"):
+        load_from_zoo(torch.nn.Linear(4, 2), "evil-net")
+    assert not marker.exists()
+
+
+def test_sampan_export_refuses_a_pickled_checkpoint(tmp_path, marker, capsys):
+    from sampan.cli import main
+
+    torch.save({"model": Payload(marker)}, tmp_path / "evil.pt")
+    code = main(["export", str(tmp_path / "evil.pt"), "--network", "torch.nn:Identity",
+                 "--input-spec", "x:float32:None,4", "--output", str(tmp_path / "out")])
+    assert code == 1 and "evil.pt" in capsys.readouterr().err
+    assert not marker.exists() and not (tmp_path / "out.pt2").exists()
+
+
+def test_a_cached_dataset_with_pickled_objects_is_not_unpickled(tmp_path, marker):
+    from sampan.data._cache import _read
+
+    path = tmp_path / "train.npz"
+    np.savez(path, images=np.array([Payload(marker)], dtype=object), labels=np.zeros(1))
+    assert _read(path) is None  # treated as a damaged cache: regenerated, never unpickled
+    assert not marker.exists()

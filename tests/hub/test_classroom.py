@@ -6,8 +6,10 @@ then a restart (nothing lost) with short culling times (a busy server survives, 
 """
 from __future__ import annotations
 
+import shutil
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +18,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 LEARNERS = ("alice", "bob", "carol")
 PASSWORD = "river-boat-{}-2718"
 LESSON = "tensors_and_autograd"
+CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 QUICK_LESSON = f"""
 from sampan.path.exercise import Exercises
 import torch
@@ -25,6 +29,15 @@ ex.check("shape", tuple(torch.zeros(2, 3).shape), (3, 2))
 ex.done()
 ex.results["shape"] = ex.check("shape", tuple(torch.zeros(2, 3).shape), (2, 3))
 ex.done()
+"""
+
+PUBLISH = """
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+from sampan.hub import gallery
+cell = new_code_cell("print('hello from alice')", outputs=[new_output("stream", name="stdout", text="hello from alice")])
+nbformat.write(new_notebook(cells=[cell]), "my_app.ipynb")
+print(gallery.publish("my_app.ipynb", thumbnail=False).name)
 """
 
 
@@ -75,8 +88,18 @@ def test_a_lesson_in_a_learners_kernel_reaches_the_teacher_dashboard(hub):
         assert data["learners"]["alice"][LESSON]["status"] == "done"
         assert data["learners"]["alice"][LESSON]["exercises_passed"] == 2
         assert LESSON not in data["learners"]["bob"]
-        assert data["lessons"][LESSON]["done"] == 1
+        assert data["lessons"][LESSON]["done"] == 1 and data["lessons"][LESSON]["learners"] == len(LEARNERS)
         assert data["lessons"][LESSON]["most_failed"] == ["shape"]
+    # alice publishes a dashboard from her server; every hub user can open it, anonymous visitors cannot
+    hub.execute("alice", PUBLISH, token=alice)
+    bob = hub.token_for("bob")
+    assert 'href="gallery/alice/my_app"' in hub.api("GET", "services/progress/gallery", token=bob).text
+    shared = hub.api("GET", "services/progress/gallery/alice/my_app", token=bob)
+    assert shared.status_code == 200 and "hello from alice" in shared.text and "print(" not in shared.text
+    assert "default-src 'none'" in shared.headers["Content-Security-Policy"]  # its HTML runs no script
+    assert hub.api("GET", "services/progress/gallery/alice/nope", token=bob).status_code == 404
+    assert "/hub/login" in __import__("requests").get(hub.url + "services/progress/gallery/alice/my_app",
+                                                      timeout=10).url
     page = hub.api("GET", "services/progress/", token=hub.admin_token()).text
     assert "alice" in page and "carol" in page and 'class="done"' in page
     csv = hub.api("GET", "services/progress/progress.csv", token=hub.admin_token()).text.splitlines()
@@ -99,6 +122,50 @@ def test_students_and_assistants_are_kept_out(hub):
     # anonymous visitors are sent to the login page
     anonymous = __import__("requests").get(hub.url + "services/progress/", timeout=10)
     assert "/hub/login" in anonymous.url
+
+
+@pytest.mark.browser
+def test_browser_learners_open_a_lesson_and_a_shared_dashboard_teacher_sees_the_roster(hub):
+    """Headless Debian Chromium: carol logs in, opens a lesson in her JupyterLab and the dashboard alice
+    published; the teacher opens the class's progress. The screenshots go to docs/images/ (docs/CLASSROOM.md shows them)."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)")
+    from playwright.sync_api import sync_playwright
+
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            learner = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+            learner.set_default_timeout(180_000)
+            _browser_login(learner, hub, "carol", pw("carol"))
+            learner.goto(hub.url + f"user/carol/lab/tree/course/01-beginner/{LESSON}.ipynb")
+            learner.locator(".jp-NotebookPanel .jp-RenderedMarkdown h1").first.wait_for()
+            learner.locator(".jp-StatusBar-Widget", has_text="Sampan (Python 3)").first.wait_for()
+            learner.screenshot(path=str(IMAGES / "classroom-lesson.png"))
+            learner.goto(hub.url + "services/progress/gallery")  # another learner's published dashboard
+            learner.click("a:has-text('my_app')")
+            learner.get_by_text("hello from alice").first.wait_for()
+
+            teacher = browser.new_context(viewport={"width": 1280, "height": 600}).new_page()
+            teacher.set_default_timeout(60_000)
+            _browser_login(teacher, hub, "teacher", hub.teacher_password)
+            teacher.goto(hub.url + "services/progress/")
+            roster = teacher.locator("table#roster")
+            roster.locator("td", has_text="alice").first.wait_for()
+            assert roster.locator("td.done").count() >= 1
+            assert roster.locator("td", has_text="assistant").count() == 1
+            teacher.screenshot(path=str(IMAGES / "classroom-teacher.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def _browser_login(page, hub, name: str, password: str) -> None:
+    page.goto(hub.url + "hub/login")
+    page.fill("#username_input", name)
+    page.fill("#password_input", password)
+    page.click("#login_submit")
+    page.wait_for_url(lambda url: "/hub/login" not in url)
 
 
 def test_restart_keeps_everything_and_culling_spares_a_busy_server(hub):

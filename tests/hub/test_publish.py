@@ -13,6 +13,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from sampan.cli import main
+from sampan.cli._servers import server_env
 from sampan.errors import UnsafeFileError
 from sampan.hub import gallery
 
@@ -102,15 +103,19 @@ def test_gallery_is_served_by_voila_with_thumbnails_and_no_tracebacks(home, tmp_
     assert (gallery.gallery_dir() / "thumbs" / "good.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     port = _free_port()
     log = open(tmp_path / "voila.log", "w")
-    proc = subprocess.Popen(gallery.voila_command(port=port), stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(gallery.voila_command(port=port), stdout=log, stderr=subprocess.STDOUT,
+                            env=server_env("gallery-test-token"))
     try:
         base = f"http://127.0.0.1:{port}/voila/render/"
-        index = _get(base + gallery.INDEX)
+        anonymous = _get(base + gallery.INDEX)  # without the token: the login page, not the gallery
+        assert "token" in anonymous.lower() and "good.ipynb" not in anonymous
+        query = "?token=gallery-test-token"
+        index = _get(base + gallery.INDEX + query)
         assert 'href="good.ipynb"' in index and 'href="bad.ipynb"' in index
         assert "data:image/png;base64," in index  # good's thumbnail
-        good = _get(base + "good.ipynb")
+        good = _get(base + "good.ipynb" + query)
         assert "hello from my app" in good and "print(" not in good  # sources stripped
-        failing = _get(base + "bad.ipynb")
+        failing = _get(base + "bad.ipynb" + query)
         assert "error" in failing.lower()
         assert "secret-detail-42" not in failing and "Traceback" not in failing
     finally:

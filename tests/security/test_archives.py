@@ -65,3 +65,14 @@ def test_a_safe_archive_is_extracted_in_place(tmp_path):
     extract_tar(archive, dest)
     assert (dest / "folder" / "one.txt").read_text() == "pwned" and (dest / "two.txt").is_file()
     assert sorted(p.name for p in dest.iterdir()) == ["folder", "two.txt"]
+
+
+def test_a_damaged_archive_is_named(data_home):
+    from sampan.errors import DatasetFileError
+
+    full = _tar(data_home / "full.tar.gz", [_benign()]).read_bytes()
+    (data_home / ARCHIVE).write_bytes(full[: len(full) // 2])
+    (data_home / "full.tar.gz").unlink()
+    with pytest.raises(DatasetFileError, match=rf"{ARCHIVE}' is not a readable tar archive") as info:
+        sampan.data.load_dataset("cifar10", "test")
+    assert info.value.path.endswith(ARCHIVE)

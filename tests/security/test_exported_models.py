@@ -221,3 +221,36 @@ def test_guards_code_that_runs_code_is_refused(shared_model, tmp_path):
     with pytest.raises(UnsafeFileError, match=r"guards_code"):
         sampan.inference.create_predictor(sampan.inference.Config(shared_model))
     assert not marker.exists()
+
+
+def test_honest_shape_expressions_and_guards_still_load(tmp_path):
+    """The checks refuse code, not arithmetic: a model whose export records FloorDiv/Mul shapes and size
+    guards (non-empty guards_code) loads and runs."""
+
+    class Fold(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(8, 3)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            return self.linear(x.reshape(b * t // 2, 2 * c)[:, :8]).reshape(b, -1).sum(1)
+
+    file = sampan.jit.save(Fold(), tmp_path / "fold", input_spec=[sampan.InputSpec([None, None, 4], name="x")],
+                           examples=[torch.randn(2, 4, 4)])
+    program = json.loads(_read(file, "models/model.json"))
+    assert program["guards_code"] and "FloorDiv(" in json.dumps(program)
+    assert sampan.jit.load(tmp_path / "fold")(torch.randn(3, 6, 4)).shape == (3,)
+
+
+def test_a_second_copy_of_an_entry_is_refused(shared_model, tmp_path):
+    """A zip may hold two members of one name, or a second root folder: which one torch reads is not the
+    one a checker reads, so neither is allowed."""
+    file = Path(f"{shared_model}.pt2")
+    with zipfile.ZipFile(file, "a") as archive:
+        root = archive.namelist()[0].split("/", 1)[0]
+        archive.writestr("other/models/model.json", _read(file, "models/model.json"))
+    reseal(shared_model)
+    with pytest.raises(UnsafeFileError, match=r"second root folder"):
+        sampan.jit.load(shared_model)
+    assert root != "other"

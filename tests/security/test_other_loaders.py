@@ -62,3 +62,14 @@ def test_a_cached_dataset_with_pickled_objects_is_not_unpickled(tmp_path, marker
     np.savez(path, images=np.array([Payload(marker)], dtype=object), labels=np.zeros(1))
     assert _read(path) is None  # treated as a damaged cache: regenerated, never unpickled
     assert not marker.exists()
+
+
+def test_export_help_says_that_network_runs_code(capsys):
+    """`--network module:Factory` imports the module: that is code, and the help says so."""
+    from sampan.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["export", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "IMPORTS AND RUNS that Python module: name only code you trust (see docs/SECURITY.md)" in text

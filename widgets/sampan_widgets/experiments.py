@@ -55,7 +55,7 @@ class RunCompare(Drawn):
         self.selected: list[str] = []
         self._curves: dict[tuple[str, str], list] = {}
         self._filter = W.Text(value=filter_string, placeholder="MLflow filter, e.g. params.optimizer = 'Adam'",
-                              description="filter", layout=W.Layout(width="60%"))
+                              description="filter", continuous_update=False, layout=W.Layout(width="60%"))
         self._metric = W.Dropdown(description="metric", options=[metric] if metric else [], value=metric)
         self._refresh_button = W.Button(description="refresh", icon="refresh")
         self._list = W.SelectMultiple(description="runs", rows=8, layout=W.Layout(width="98%"))
@@ -65,10 +65,11 @@ class RunCompare(Drawn):
         self._panel = Panel([W.HBox([self._filter, self._metric, self._refresh_button]), self._list, self._table,
                              W.HBox([self._curves_view, self._parallel])], on_close=self._stop)
         self._panel.add_class("sampan-run-compare")
+        self._list.add_class("sampan-run-list")
         self._handle = None
         self._stop_event = threading.Event()
         self._refresh_button.on_click(lambda _: self.refresh())
-        self._filter.on_submit(lambda _: self.refresh())
+        self._filter.observe(lambda _: self.refresh(), names="value")
         self.refresh(select=select, metric=metric)
         self._list.observe(lambda change: self.select(list(change["new"])), names="value")
         self._metric.observe(lambda change: self.redraw(), names="value")

@@ -14,6 +14,7 @@ SUITES = {
     "ddp": "samples/s at 1 and 2 processes under torchrun",
     "compress": "fp32 vs int8 vs pruned: size, latency, accuracy",
     "widgets": "fit with and without ResourceMonitor and LiveCurves",
+    "experiments": "fit with run recording on vs off; compare 10 of 1,000 recorded runs",
 }
 
 # suites that live elsewhere: the widgets benchmark sits beside the widgets, since platform/ never imports them

@@ -1,7 +1,7 @@
 """``sampan bench amp``: fp32 against bf16 (CPU) and fp32 against fp16 / bf16 (CUDA), side by side.
 
 One training step (forward, backward, optimizer step) of a matmul-heavy model,
-timed interleaved with :func:`sampan.bench._timing.interleaved`, with the
+timed interleaved with :func:`sampan.utils.timing.interleaved`, with the
 ``PrecisionPlugin`` that ``Model.prepare(amp=...)`` uses, so the figure is what
 ``fit`` gets. On CPU: a 6x1024 MLP at batch 256. On CUDA: the same MLP at
 batch 4096 and a transformer encoder.
@@ -12,7 +12,8 @@ from typing import Callable
 
 import torch
 
-from sampan.bench._timing import interleaved, print_table
+from sampan.bench._timing import print_table
+from sampan.utils.timing import interleaved
 from sampan.amp.precision import PrecisionPlugin
 
 

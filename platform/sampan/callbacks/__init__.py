@@ -5,11 +5,9 @@ from sampan.callbacks.early_stopping import EarlyStopping
 from sampan.callbacks.history import History
 from sampan.callbacks.lr_scheduler import LRScheduler
 from sampan.callbacks.model_checkpoint import ModelCheckpoint
-from sampan.callbacks.progress import ProgressBar
+from sampan.callbacks.progress import ProgBarLogger, ProgressBar
 from sampan.callbacks.terminate_on_nan import TerminateOnNaN
 from sampan.callbacks.visualdl import VisualDL
-
-ProgBarLogger = ProgressBar  # Paddle's name
 
 __all__ = [
     "CSVLogger",

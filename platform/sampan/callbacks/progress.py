@@ -109,3 +109,18 @@ class ProgressBar(Callback):
 
     def on_predict_end(self, logs=None):
         self._close()
+
+
+class ProgBarLogger(ProgressBar):
+    """``paddle.callbacks.ProgBarLogger``: a :class:`ProgressBar` with Paddle's argument order and defaults.
+
+    Args:
+        log_freq: update the metrics every ``log_freq`` steps.
+        verbose: 0 silent, 1 bars, 2 one line per epoch (Paddle's default).
+
+    Example:
+        >>> logger = ProgBarLogger(10, 2)  # log_freq=10, verbose=2, as in Paddle
+    """
+
+    def __init__(self, log_freq: int = 1, verbose: int = 2):
+        super().__init__(verbose=verbose, log_freq=log_freq)

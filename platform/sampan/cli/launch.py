@@ -6,7 +6,8 @@ import argparse
 
 def add_parser(sub) -> None:
     p = sub.add_parser("launch", help="run a script on several processes or nodes with torchrun",
-                       description="torchrun with --standalone by default and --timeout SECONDS for collectives. "
+                       description="torchrun with --standalone by default and --timeout SECONDS for collectives "
+                                   "(default 300; a rank that stalls is named). "
                                    "All torchrun options are accepted, e.g. --nproc_per_node 2.")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="[torchrun options] script.py [script args]")
 

@@ -1,9 +1,9 @@
 """``sampan publish``: a learner's own notebook as a Voilà dashboard in their gallery.
 
 The notebook must lie inside your folder (``$SAMPAN_LEARNER_HOME``, else your home
-directory). ``--serve`` starts Voilà on the gallery (127.0.0.1, sources stripped,
-no tracebacks in the browser, preheated kernels); the gallery page shows a
-thumbnail per dashboard.
+directory). ``--serve`` starts Voilà on the gallery (127.0.0.1 with a token from
+``$SAMPAN_GALLERY_TOKEN`` or a random one, sources stripped, no tracebacks in the
+browser, preheated kernels); the gallery page shows a thumbnail per dashboard.
 
 Examples:
     sampan publish apps/digits.ipynb
@@ -57,7 +57,7 @@ def run(args) -> int:
 
 
 def _serve(args) -> int:
-    from sampan.cli._servers import ensure_kernel, free_port
+    from sampan.cli._servers import ensure_kernel, free_port, new_token, server_env
     from sampan.hub import gallery
 
     gallery.ensure_index()
@@ -67,7 +67,8 @@ def _serve(args) -> int:
         print(" ".join(cmd))
         return 0
     ensure_kernel()
-    print(f"Sampan gallery: http://127.0.0.1:{port}/voila/render/{gallery.INDEX}", flush=True)
+    token = new_token("SAMPAN_GALLERY_TOKEN")
+    print(f"Sampan gallery: http://127.0.0.1:{port}/voila/render/{gallery.INDEX}?token={token}", flush=True)
     sys.stderr.flush()
-    os.execv(sys.executable, cmd)  # Voilà replaces this process
+    os.execve(sys.executable, cmd, server_env(token))  # Voilà replaces this process; the token is in its environment
     return 0  # pragma: no cover

@@ -7,13 +7,15 @@ filter (PEP 706) as a second guard, into a temporary folder moved into place at 
 """
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import tarfile
 import tempfile
+import zlib
 from pathlib import Path, PurePosixPath
 
-from sampan.errors import UnsafeFileError
+from sampan.errors import DatasetFileError, UnsafeFileError
 
 
 def _problem(member: tarfile.TarInfo) -> str | None:
@@ -35,8 +37,13 @@ def check_tar(archive: str | os.PathLike) -> list[tarfile.TarInfo]:
     Example:
         >>> check_tar("cifar-10-python.tar.gz")  # doctest: +SKIP
     """
-    with tarfile.open(archive) as tar:
-        members = tar.getmembers()
+    try:
+        with tarfile.open(archive) as tar:
+            members = tar.getmembers()
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DatasetFileError(f"{os.fspath(archive)!r} is not a readable tar archive ({exc}); it is damaged or "
+                               "cut short. HINT: delete it and put a fresh copy from the dataset's site in the "
+                               "data folder.", path=os.fspath(archive)) from exc
     for member in members:
         problem = _problem(member)
         if problem:

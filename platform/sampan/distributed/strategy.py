@@ -31,7 +31,7 @@ class DDPStrategy(Strategy):
 
     Args:
         backend: process-group backend (default gloo on CPU, ``cpu:gloo,cuda:nccl`` with CUDA).
-        timeout: seconds a collective or barrier may wait (default ``$SAMPAN_DIST_TIMEOUT`` or 30 min).
+        timeout: seconds a collective or barrier may wait (default ``$SAMPAN_DIST_TIMEOUT`` or 5 min).
         **ddp_kwargs: passed to ``DistributedDataParallel`` (``find_unused_parameters``, ``static_graph``...).
 
     Example:

@@ -32,6 +32,7 @@ NOTES_ENV = "SAMPAN_LAUNCH_NOTES"  # a folder where `sampan launch` collects the
 _KEY = "sampan/watchdog/position/{rank}"
 _WAITED = "sampan/watchdog/waited/{rank}"
 _TIMEOUT_WORDS = ("timed out", "timeout", "time out")
+_BACKEND_WORDS = ("gloo", "nccl", "c10d", "processgroup", "collective", "store")
 _COUNTER = itertools.count(1)  # one per process, across fits, so ranks that did the same work post the same count
 
 
@@ -78,9 +79,11 @@ class Heartbeat(Callback):
 
 
 def is_timeout(exc: BaseException) -> bool:
-    """Whether ``exc`` is a collective that gave up waiting (gloo, NCCL or the store)."""
+    """Whether ``exc`` is a collective that gave up waiting (gloo, NCCL or the store), not any timeout
+    (a DataLoader's, a user's)."""
     text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and any(w in text for w in _TIMEOUT_WORDS)
+    distributed = isinstance(exc, getattr(dist, "DistBackendError", ())) or any(w in text for w in _BACKEND_WORDS)
+    return isinstance(exc, RuntimeError) and distributed and any(w in text for w in _TIMEOUT_WORDS)
 
 
 @contextlib.contextmanager
@@ -146,9 +149,11 @@ def stalled(exc: BaseException, *, timeout: float | None = None, grace: float | 
         behind = [r for r in range(world_size) if r not in waited]
     where = "; ".join(f"rank {r}: {positions[r][1] if r in positions else 'not in fit yet'}"
                       for r in range(world_size))
-    message = (f"A collective timed out after {seconds:g} s on rank {rank}: rank(s) {behind} did not arrive. "
-               f"Last positions: {where}. torch said: {first} HINT: rank(s) {behind} are stuck or much slower "
-               f"(look at their traceback or stack, e.g. with py-spy dump); every rank must reach the same "
+    who = (f"rank(s) {behind} did not arrive" if behind else
+           "every rank was waiting, so they wait in different collectives (called in a different order)")
+    message = (f"A collective timed out after {seconds:g} s on rank {rank}: {who}. "
+               f"Last positions: {where}. torch said: {first} HINT: look at where the stuck rank is (its traceback, "
+               f"or its stack with py-spy dump); every rank must reach the same "
                f"collectives in the same order; raise the limit with `sampan launch --timeout SECONDS` or "
                f"${TIMEOUT_ENV}.")
     _leave_note(rank, behind, message)

@@ -1,10 +1,11 @@
 """``Recorder``: the callback that makes every ``Model.fit`` an MLflow run.
 
 The training thread only collects plain numbers; one writer thread per process
-imports MLflow, creates the run and writes metrics in batches
-(``MlflowClient.log_batch``) at epoch ends, so recording costs the loop almost
-nothing. :func:`flush` waits for the writes (``search_runs`` calls it, and so
-does the interpreter at exit).
+imports MLflow, creates the run and writes the metrics in batches
+(``MlflowClient.log_batch``): when the fit ends, and every ``WRITE_EVERY``
+seconds during a long one, so the store's work (tens of milliseconds a write)
+stays off the training path. :func:`flush` waits for the writes
+(``search_runs`` calls it, and so does the interpreter at exit).
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from sampan.experiments import store
 
 SWITCH_ENV = "SAMPAN_TRACKING"
 PARENT_ENV = "SAMPAN_PARENT_RUN"
+WRITE_EVERY = 10.0  # seconds between store writes during a fit: each costs ~40 ms of a writer thread
+SAMPLE_EVERY = 2.0  # seconds between system samples (at epoch ends)
 _state = {"enabled": True}
 
 
@@ -144,7 +147,7 @@ def _optimizer_params(opt: Any) -> dict[str, Any]:
     group = opt.param_groups[0]
     out = {"optimizer": type(opt).__name__}
     for key, value in group.items():
-        if key != "params" and isinstance(value, (int, float, str, bool, tuple)) and value is not None:
+        if key != "params" and value is not False and isinstance(value, (int, float, str, bool, tuple)):
             out[f"optimizer.{key}"] = value
     return out
 
@@ -159,10 +162,11 @@ def _flops(model: Any) -> int | None:
         try:
             import torch
 
+            from sampan.spec import example_inputs  # deterministic, leaves the training's random state alone
             from sampan.utils.flops import flops  # the one home of counting, below hapi (sampan/_layers.py)
 
             device = next((p.device for p in model.network.parameters()), torch.device("cpu"))
-            _flops_cache[key] = flops(model.network, *[s.example(batch=1).to(device) for s in model.inputs]) \
+            _flops_cache[key] = flops(model.network, *[t.to(device) for t in example_inputs(model.inputs, batch=1)]) \
                 if model.inputs else None
         except Exception:  # a network summary cannot trace is still trained and recorded
             _flops_cache[key] = None
@@ -242,7 +246,9 @@ class Recorder(Callback):
         self._uri: str | None = None
         self._pending: list[tuple[str, float, int, int]] = []
         self._active = False
-        self._sampler = None
+        self._start_job: Callable[[], None] | None = None
+        self._thread: int | None = None
+        self._last_write = self._last_sample = 0.0
 
     @property
     def run_id(self) -> str | None:
@@ -255,13 +261,16 @@ class Recorder(Callback):
         if strategy is not None and not getattr(strategy, "is_main", True):
             return
         self._uri = store.check_writable()
+        _close_stale(threading.get_ident())
         self._active, self._pending, self._run_id = True, [], None
+        self._thread = threading.get_ident()
         from sampan.experiments.sweeps import parent_run
 
         params = run_params(self.model, self.params, self.log_freq)
         tags = run_tags({**({"mlflow.parentRunId": parent_run()} if parent_run() else {}), **self.tags})
         _open_runs[id(self)] = self
-        _writer.submit(lambda: self._start(params, tags))
+        self._start_job = lambda: self._start(params, tags)
+        self._last_write = self._last_sample = time.monotonic()
 
     def on_train_batch_end(self, step, logs=None):
         if self._active and logs and (step + 1) % self.log_freq == 0:
@@ -277,8 +286,12 @@ class Recorder(Callback):
         for key, value in (logs or {}).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 self._pending.append((key, float(value), now, epoch + 1))
-        batch, self._pending = self._pending, []
-        _writer.submit(lambda: self._write(batch, epoch + 1))
+        if time.monotonic() - self._last_sample >= SAMPLE_EVERY or epoch == 0:
+            self._last_sample = time.monotonic()
+            self._pending.extend((k, v, now, epoch + 1) for k, v in _system_sample().items())
+        if time.monotonic() - self._last_write >= WRITE_EVERY:  # a long fit shows up in the store as it goes
+            self._last_write = time.monotonic()
+            self._submit_pending()
         from sampan.experiments.sweeps import report_epoch
 
         try:
@@ -295,14 +308,20 @@ class Recorder(Callback):
             if os.environ.get(PARENT_ENV):  # a sweep trial's or a job's kernel may be shut down right after
                 flush()
 
-    # the writer thread's side
+    # handing work to the writer thread
+    def _submit_pending(self) -> None:
+        start, self._start_job = self._start_job, None
+        batch, self._pending = self._pending, []
+        _writer.submit(lambda: (start() if start else None, self._write(batch)))
+
     def _finish(self, status: str) -> None:
         _open_runs.pop(id(self), None)
         self._active = False
-        batch, self._pending = self._pending, []
+        self._submit_pending()
         artifacts = _checkpoints(self.model) if status == "FINISHED" else []
-        _writer.submit(lambda: self._end(batch, artifacts, status))
+        _writer.submit(lambda: self._end(artifacts, status))
 
+    # the writer thread's side
     def _start(self, params: dict, tags: dict) -> None:
         from mlflow.entities import Param
 
@@ -311,40 +330,47 @@ class Recorder(Callback):
         self._run_id = run.info.run_id
         client.log_batch(self._run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
 
-    def _write(self, batch: list, epoch: int | None) -> None:
-        if self._run_id is None:
+    def _write(self, batch: list) -> None:
+        if self._run_id is None or not batch:
             return
         from mlflow.entities import Metric
 
         metrics = [Metric(k, v, t, s) for k, v, t, s in batch]
-        if epoch is not None:
-            metrics += [Metric(k, v, int(time.time() * 1000), epoch) for k, v in self._system_sample().items()]
         client = store.client(self._uri)
         for start in range(0, len(metrics), 1000):  # MLflow takes at most 1000 metrics per batch
             client.log_batch(self._run_id, metrics=metrics[start:start + 1000])
 
-    def _system_sample(self) -> dict[str, float]:
-        """Host and GPU figures from the resource monitor's sampler, read in the writer thread."""
-        try:
-            if self._sampler is None:
-                from sampan.monitor.sampler import ResourceSampler
-
-                self._sampler = ResourceSampler(gpu=True, max_samples=1)
-            row = self._sampler.sample_now()
-        except Exception:
-            return {}
-        return {f"system/{k}": float(v) for k, v in row.items()
-                if k not in ("time", "step") and isinstance(v, (int, float)) and v is not None}
-
-    def _end(self, batch: list, artifacts: list, status: str) -> None:
+    def _end(self, artifacts: list, status: str) -> None:
         if self._run_id is None:
             return
-        if batch:
-            self._write(batch, None)
         client = store.client(self._uri)
         for path in artifacts:
             client.log_artifact(self._run_id, str(path), artifact_path="checkpoints")
         client.set_terminated(self._run_id, status=status)
+
+
+def _close_stale(thread: int) -> None:
+    """A fit that raised never reached ``on_train_end``: the next fit in its thread marks its run failed."""
+    for rec in list(_open_runs.values()):
+        if getattr(rec, "_thread", None) == thread:
+            rec._finish("FAILED")
+
+
+_sampler: list = []
+
+
+def _system_sample() -> dict[str, float]:
+    """Host and GPU figures from the resource monitor's sampler (one per process; about 0.5 ms a read)."""
+    try:
+        if not _sampler:
+            from sampan.monitor.sampler import ResourceSampler
+
+            _sampler.append(ResourceSampler(gpu=True, max_samples=1))
+        row = _sampler[0].sample_now()
+    except Exception:  # no psutil figure is worth stopping a fit for
+        return {}
+    return {f"system/{k}": float(v) for k, v in row.items()
+            if k not in ("time", "step") and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _checkpoints(model: Any) -> list:

@@ -80,7 +80,10 @@ def check_has_labels(data: Any, argument: str, *, n_inputs: int | None, n_labels
     sample = first_sample(data)
     if sample is None:
         return
-    _, labels = split_batch(sample, n_inputs, n_labels, with_labels=False)
+    try:
+        _, labels = split_batch(sample, n_inputs, n_labels, with_labels=False)
+    except (TypeError, ValueError):  # an odd item: the loop explains it at the first batch
+        return
     if labels:
         return
     needs = ", ".join(n for n in (["loss"] if loss is not None else []) +

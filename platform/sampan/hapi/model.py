@@ -96,8 +96,11 @@ class Model:
     def prepare(self, optimizer: torch.optim.Optimizer | None = None, loss: Callable | None = None,
                 metrics: Any = None, *, amp: Any = None, accumulate_steps: int = 1, grad_clip: float | None = None,
                 device: Any = None, to_static: bool = False, strategy: Any = None,
-                deterministic: bool = False) -> "Model":
+                deterministic: bool = False, amp_configs: Any = None) -> "Model":
         """Sets the optimizer, loss and metrics, and turns on optional features.
+
+        Everything the loop reads goes into the model's :class:`~sampan.hapi.loop.LoopState`: the
+        (wrapped, compiled) network, optimizer, loss, precision plugin, strategy, accumulation, device.
 
         Args:
             optimizer: a ``torch.optim.Optimizer`` over ``network``'s parameters (needed by ``fit``).
@@ -110,10 +113,12 @@ class Model:
             to_static: compile the network with ``sampan.jit.to_static`` (``torch.compile``).
             strategy: ``None`` (DDP automatically under torchrun), ``"ddp"`` or ``"fsdp"``.
             deterministic: use deterministic kernels (``torch.use_deterministic_algorithms``).
+            amp_configs: Paddle's name for ``amp`` (``"O0"`` or ``{"level": "O0"}``: off).
 
         Returns:
             The model, so calls can be chained.
         """
+        amp = _paddle_amp(amp, amp_configs)
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(bad_argument("optimizer", optimizer, "a torch.optim.Optimizer",
                                          "write torch.optim.Adam(network.parameters(), lr=1e-3)"))
@@ -173,7 +178,8 @@ class Model:
     # ------------------------------------------------------------------ callbacks
     def _callback_list(self, callbacks: Any, *, verbose: int, log_freq: int, save_dir: Any,
                        save_freq: int) -> CallbackList:
-        items = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])  # Paddle: one or a list
+        # Paddle takes one callback or a list; anything else reaches CallbackList whole, which names it
+        items = list(callbacks) if isinstance(callbacks, (list, tuple)) else [] if callbacks is None else [callbacks]
         if not any(isinstance(c, ProgressBar) for c in items):
             items.insert(0, ProgressBar(verbose=verbose, log_freq=log_freq))
         if save_dir is not None and not any(isinstance(c, ModelCheckpoint) for c in items):
@@ -217,7 +223,10 @@ class Model:
             verbose: 0 silent, 1 progress bars, 2 one line per epoch.
             callbacks: one callback or a list; ProgressBar, TerminateOnNaN and History are added when absent.
             num_iters: train this many steps in total, as Paddle does: it sets the number of epochs.
-            resume: ``"auto"`` (latest checkpoint in ``save_dir``, if any) or a checkpoint path.
+            resume: ``"auto"`` (the newest readable checkpoint in ``save_dir``, if any; truncated or
+                stray files are skipped with a warning) or a checkpoint path. ``epochs`` counts all
+                epochs, the checkpoint's included: resuming at epoch 3 with ``epochs=2`` trains nothing
+                and warns.
             accumulate_grad_batches: micro-batches per optimizer step (Paddle's name for
                 ``prepare(accumulate_steps=...)``); ``None`` keeps what ``prepare`` set.
 
@@ -431,8 +440,8 @@ class Model:
             The file written (``path`` plus ``.pt`` when it has no suffix).
         """
         if not isinstance(path, (str, os.PathLike)) or not str(path).strip() or str(path).endswith(("/", os.sep)):
-            raise ValueError(bad_argument("path", path, "a file prefix such as 'export/lenet' (not empty, not a folder)",
-                                          "write model.save('output/lenet', training=False)"))
+            raise ValueError(bad_argument("path", path, "a file prefix such as 'output/lenet' (not empty, "
+                                          "not a folder)", "write model.save('output/lenet', training=False)"))
         if not training:
             from sampan import jit
 
@@ -519,6 +528,17 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model({type(self.network).__name__}, prepared={self._prepared}, epoch={self.epoch})"
+
+
+def _paddle_amp(amp: Any, amp_configs: Any) -> Any:
+    """``prepare(amp_configs=...)`` as Paddle spells it; level ``"O0"`` means no mixed precision."""
+    if amp_configs is not None:
+        if amp is not None:
+            raise ValueError(bad_argument("amp_configs", amp_configs, "None when amp is given (they are one setting)",
+                                          "pass only amp=..."))
+        amp = amp_configs
+    level = amp.get("level") if isinstance(amp, dict) else amp
+    return None if isinstance(level, str) and level.upper() == "O0" else amp  # the default dtype is bfloat16
 
 
 def _batch_sizes(batch_size: Any) -> tuple[int, int]:

@@ -135,7 +135,8 @@ def services(s: HubSettings) -> list[dict]:
         {"name": SERVICE, "url": f"http://127.0.0.1:{_free_port()}", "display": True,
          "command": [sys.executable, "-m", "sampan.hub.service"], "oauth_no_confirm": True,
          "oauth_client_allowed_scopes": sorted(CUSTOM_SCOPES),
-         "environment": {"SAMPAN_PROGRESS_DB": str(s.hub_dir / "progress.sqlite")}},
+         "environment": {"SAMPAN_PROGRESS_DB": str(s.hub_dir / "progress.sqlite"),
+                         "SAMPAN_HUB_USERS": str(s.hub_dir / "users")}},
         {"name": CULLER, "command": culler, "environment": {"SAMPAN_HUB_PUBLIC_URL": s.public_url}},
     ]
 

@@ -26,7 +26,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sampan.errors import UnsafeFileError, bad_argument
+from sampan.errors import UnsafeFileError, bad_argument, first_line
 from sampan.utils.io import atomic_write, atomic_write_json, atomic_write_text, data_home
 
 LEARNER_HOME_ENV = "SAMPAN_LEARNER_HOME"
@@ -235,7 +235,7 @@ def take_thumbnail(notebook: Path, png: Path) -> Path | None:
             finally:
                 browser.close()
     except (PlaywrightError, OSError) as exc:
-        print(f"sampan publish: no thumbnail ({str(exc).splitlines()[0]})", file=sys.stderr)
+        print(f"sampan publish: no thumbnail ({first_line(exc)})", file=sys.stderr)
         return None
     return png
 
@@ -245,7 +245,8 @@ def voila_command(*, port: int, pool_size: int = 1) -> list[str]:
     (:func:`sampan.cli.dashboard.command`) plus preheated kernels.
 
     Each dashboard keeps ``pool_size`` kernels started and its page pre-rendered
-    (Voilà's ``preheat_kernel``), so opening it does not wait for a kernel.
+    (Voilà's ``preheat_kernel``), so opening it does not wait for a kernel. Voilà
+    requires a token, given in its environment (:func:`sampan.cli._servers.server_env`).
     """
     from sampan.cli.dashboard import command
 

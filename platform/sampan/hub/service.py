@@ -10,6 +10,10 @@ Pages under the service prefix (``/services/progress/``):
 - ``/progress.csv`` the class as CSV; ``/api/progress`` as JSON (``custom:progress:read``).
 - ``POST /api/events`` a learner's server reports an event with its hub-issued token
   (scope ``custom:progress:write``); the event is stored for that token's user only.
+- ``/gallery`` the dashboards learners published (``sampan publish``) and ``/gallery/USER/NAME``
+  one of them, for every hub user: a read-only snapshot of its saved outputs, served with a
+  Content-Security-Policy that runs no script (nothing a learner opens from someone else runs code).
+  One machine only: it reads the learners' galleries under ``$SAMPAN_HUB_USERS``.
 
 JupyterHub and tornado are imported in :func:`make_app`, so ``import sampan.hub.service``
 stays headless. The hub starts this module with the environment of a managed service
@@ -40,20 +44,25 @@ def _cell(entry: dict[str, Any] | None) -> str:
     return f'<td class="{status.replace(" ", "-")}">{escape(status)}{extra}</td>'
 
 
+def _when(stamp: str | None) -> str:
+    """``2026-12-03T04:00:18.123Z`` → ``2026-12-03 04:00:18`` (UTC); ``-`` when never."""
+    return stamp[:19].replace("T", " ") if stamp else "-"
+
+
 def render_class(summary: dict[str, Any], roster: list[dict[str, Any]], last: dict[str, str]) -> str:
     """The teacher's page as HTML (every value escaped)."""
     lessons = list(summary["lessons"])
     head = "".join(f"<th>{escape(lesson)}</th>" for lesson in lessons)
     rows = "".join(
         f"<tr><td>{escape(u['name'])}</td><td>{escape(u['role'])}</td>"
-        f"<td>{escape(last.get(u['name']) or u.get('last_activity') or '-')}</td>"
+        f"<td>{escape(max((_when(t) for t in (last.get(u['name']), u.get('last_activity')) if t), default='-'))}</td>"
         + "".join(_cell(summary["learners"].get(u["name"], {}).get(lesson)) for lesson in lessons) + "</tr>"
         for u in roster)
     per_lesson = "".join(
         f"<tr><td>{escape(lesson)}</td><td>{s['done']}/{s['learners']}</td>"
         f"<td>{escape(', '.join(s['most_failed']) or '-')}</td></tr>" for lesson, s in summary["lessons"].items())
     return (f"<!doctype html><html><head><title>Sampan class progress</title><style>{STYLE}</style></head><body>"
-            f"<h1>Class progress</h1><table id=\"roster\"><tr><th>learner</th><th>role</th><th>last activity</th>"
+            f"<h1>Class progress</h1><table id=\"roster\"><tr><th>learner</th><th>role</th><th>last activity (UTC)</th>"
             f"{head}</tr>{rows}</table><h2>Lessons</h2><table id=\"lessons\"><tr><th>lesson</th><th>done</th>"
             f"<th>most failed exercises</th></tr>{per_lesson}</table>"
             f"<p><a href=\"progress.csv\">Download CSV</a></p></body></html>")
@@ -66,6 +75,51 @@ def render_own(name: str, lessons: dict[str, dict[str, Any]]) -> str:
     return (f"<!doctype html><html><head><title>My progress</title><style>{STYLE}</style></head><body>"
             f"<h1>Progress of {escape(name)}</h1><table id=\"mine\"><tr><th>lesson</th><th>status</th>"
             f"<th>last activity</th></tr>{rows or '<tr><td colspan=3>nothing yet</td></tr>'}</table></body></html>")
+
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; sandbox"
+USERS_ENV = "SAMPAN_HUB_USERS"
+
+
+def published(users_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+    """``[(user, gallery entry)]`` of every learner's ``sampan publish`` gallery under ``users_dir``."""
+    found = []
+    for home in sorted(p for p in users_dir.iterdir() if p.is_dir()) if users_dir.is_dir() else []:
+        catalog = home / ".sampan" / "gallery" / "gallery.json"
+        try:
+            entries = json.loads(catalog.read_text(encoding="utf-8")).get("dashboards", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        found += [(home.name, entry) for _, entry in sorted(entries.items()) if isinstance(entry, dict)]
+    return found
+
+
+def render_gallery(entries: list[tuple[str, dict[str, Any]]]) -> str:
+    """The class gallery page: one link per published dashboard."""
+    rows = "".join(f'<tr><td><a href="gallery/{escape(user)}/{escape(e["name"])}">{escape(e["name"])}</a></td>'
+                   f"<td>{escape(user)}</td><td>{escape(_when(e.get('published_at')))}</td></tr>"
+                   for user, e in entries)
+    return (f"<!doctype html><html><head><title>Class gallery</title><style>{STYLE}</style></head><body>"
+            f"<h1>Dashboards published by the class</h1><table id=\"gallery\"><tr><th>dashboard</th><th>by</th>"
+            f"<th>published (UTC)</th></tr>{rows or '<tr><td colspan=3>nothing yet</td></tr>'}</table></body></html>")
+
+
+def render_dashboard(users_dir: Path, user: str, name: str) -> str | None:
+    """A published dashboard's saved outputs as HTML (no code cells, no execution); None when unknown."""
+    from nbconvert import HTMLExporter
+
+    entry = next((e for u, e in published(users_dir) if u == user and e.get("name") == name), None)
+    notebook = (users_dir / user / ".sampan" / "gallery" / f"{name}.ipynb").resolve()
+    if entry is None or not notebook.is_relative_to(users_dir.resolve()) or not notebook.is_file():
+        return None
+    html, _ = HTMLExporter(exclude_input=True, exclude_input_prompt=True,
+                           exclude_output_prompt=True).from_filename(str(notebook))
+    return html
+
+
+def students(people: list[dict[str, Any]]) -> list[str]:
+    """The names of the roster's students: completion counts them, not teachers or assistants."""
+    return [u["name"] for u in people if u["role"] == "student"]
 
 
 def _role(user: dict[str, Any]) -> str:
@@ -106,8 +160,7 @@ def make_app(store_path: str | os.PathLike):
         async def get(self):
             self.require(READ_SCOPE)
             people = await roster()
-            names = [u["name"] for u in people]
-            self.finish(render_class(store.class_summary(names), people, store.last_activity()))
+            self.finish(render_class(store.class_summary(students(people)), people, store.last_activity()))
 
     class OwnHandler(Base):
         @web.authenticated
@@ -120,7 +173,7 @@ def make_app(store_path: str | os.PathLike):
         async def get(self):
             self.require(READ_SCOPE)
             people = await roster()
-            summary = store.class_summary([u["name"] for u in people])
+            summary = store.class_summary(students(people))
             self.finish({"roster": people, "last_activity": store.last_activity(), **summary})
 
     class CsvHandler(Base):
@@ -130,7 +183,7 @@ def make_app(store_path: str | os.PathLike):
             people = await roster()
             self.set_header("Content-Type", "text/csv; charset=utf-8")
             self.set_header("Content-Disposition", 'attachment; filename="progress.csv"')
-            self.finish(store.csv_export([u["name"] for u in people]))
+            self.finish(store.csv_export(students(people)))
 
     class EventHandler(Base):
         def check_xsrf_cookie(self):  # only token-authenticated posts are accepted (see post)
@@ -150,8 +203,26 @@ def make_app(store_path: str | os.PathLike):
             self.set_status(201)
             self.finish(event)
 
+    users_dir = Path(os.environ.get(USERS_ENV, "users"))
+
+    class GalleryHandler(Base):
+        @web.authenticated
+        def get(self):
+            self.finish(render_gallery(published(users_dir)))
+
+    class DashboardHandler(Base):
+        @web.authenticated
+        def get(self, user: str, name: str):
+            html = render_dashboard(users_dir, user, name)
+            if html is None:
+                raise web.HTTPError(404)
+            self.set_header("Content-Security-Policy", CSP)
+            self.finish(html)
+
     return web.Application([
         (prefix, ClassHandler),
+        (url_path_join(prefix, "gallery"), GalleryHandler),
+        (url_path_join(prefix, r"gallery/([a-z0-9][a-z0-9._-]*)/([A-Za-z0-9][A-Za-z0-9_-]*)"), DashboardHandler),
         (url_path_join(prefix, "me"), OwnHandler),
         (url_path_join(prefix, "api/progress"), JsonHandler),
         (url_path_join(prefix, "progress.csv"), CsvHandler),

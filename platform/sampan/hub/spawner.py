@@ -37,6 +37,10 @@ class SampanSpawner(SimpleLocalProcessSpawner):
             report = sync_course(Path(self.course_dir), home / "course")
             self.log.info("course for %s: %d copied, %d updated, %d kept (edited by the learner)",
                           self.user.name, len(report.copied), len(report.updated), len(report.kept))
+        news = home / ".jupyter/lab/user-settings/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
+        if not news.exists():  # offline first: no learner's JupyterLab asks to fetch news from the internet
+            news.parent.mkdir(parents=True, exist_ok=True)
+            news.write_text('{"fetchNews": "false", "checkForUpdates": false}\n', encoding="utf-8")
         link = home / "datasets"
         if self.datasets_dir and not link.exists() and not link.is_symlink():
             link.symlink_to(Path(self.datasets_dir), target_is_directory=True)

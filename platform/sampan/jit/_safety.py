@@ -5,10 +5,12 @@
 and sample inputs it cannot read safely; it also evaluates the program's symbolic-shape strings
 with ``sympy.sympify`` (``eval``) and ``exec``-s its ``guards_code``. A ``.pt2`` from someone else
 could therefore run any command. :func:`check_pt2` reads the archive with :mod:`zipfile` first and
-refuses every entry that torch would unpickle or evaluate as anything but size arithmetic, naming it. An AOTInductor package is compiled machine code: loading it *is*
-running it, so :func:`check_aoti` accepts only packages that ``sampan.jit.save`` compiled for this
-user (their sha256 is kept in a private file). :func:`check_onnx` refuses external-data references
-that point outside the model's folder.
+refuses every entry that torch would unpickle or evaluate as anything but size arithmetic, naming it.
+
+An AOTInductor package is compiled machine code: loading it *is* running it, so :func:`check_aoti`
+accepts only packages that ``sampan.jit.save`` compiled for this user (their sha256 is kept in a
+private file). :func:`check_onnx` refuses external-data references that point outside the model's
+folder.
 """
 from __future__ import annotations
 
@@ -51,8 +53,12 @@ def check_pt2(file: str | os.PathLike) -> None:
     file = Path(file)
     try:
         with zipfile.ZipFile(file) as archive:
-            members = {info.filename.split("/", 1)[-1]: info.filename for info in archive.infolist()
-                       if not info.is_dir()}
+            infos = [info for info in archive.infolist() if not info.is_dir()]
+            names = [info.filename for info in infos]
+            if len({n.split("/", 1)[0] for n in names}) > 1 or len(set(names)) != len(names):
+                raise _refuse(file, names[-1], "repeats a name or sits in a second root folder (the copy torch "
+                                               "reads might not be the one checked)")
+            members = {name.split("/", 1)[-1]: name for name in names}
             for name in members:
                 if not _PT2_MEMBERS.fullmatch(name):
                     raise _refuse(file, name, "is not part of a plain torch.export program (pickled data or "
@@ -217,7 +223,9 @@ def check_aoti(file: str | os.PathLike, digest: str) -> None:
 
 def check_onnx(file: str | os.PathLike) -> None:
     """Refuses an ONNX model whose external-data references point outside its folder (or are links)."""
-    import onnx
+    from sampan.utils.imports import require
+
+    onnx = require("onnx")
     from onnx.external_data_helper import _get_all_tensors, uses_external_data
 
     file = Path(file)

@@ -9,7 +9,7 @@ from typing import Any, Literal, Sequence
 import torch
 from torch import nn
 
-from sampan.errors import CheckpointError, SampanError, bad_argument
+from sampan.errors import CheckpointError, SampanError, bad_argument, first_line
 from sampan.jit import _artifacts as art
 from sampan.jit import _safety
 from sampan.jit._specs import (allclose, check_inputs, example_inputs, export_dynamic_shapes, flatten_outputs,
@@ -56,7 +56,7 @@ def export_program(layer: nn.Module, specs: list[InputSpec], examples: tuple) ->
         hint = ("a dimension marked None in the InputSpec is fixed by the model (e.g. a view to a constant size); "
                 "make it static in the InputSpec" if "specializ" in text.lower() or "constraint" in text.lower()
                 else "run sampan.jit.explain(layer, *examples) to find graph breaks, and fix them")
-        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        first = first_line(exc)
         raise SampanError(f"torch.export could not capture {type(layer).__name__} as one graph: {first}\n"
                           f"HINT: {hint}.") from exc
 

@@ -280,9 +280,7 @@ class _FrozenBackend:
 def _analysis_mode_on() -> bool:
     """A dispatch mode such as ``FlopCounterMode`` (FLOP counts, summaries) is active: Dynamo skips every
     frame under it, so that call runs eagerly; compiling is tried again at the next ordinary call."""
-    from torch.utils._python_dispatch import is_in_torch_dispatch_mode
-
-    return is_in_torch_dispatch_mode(include_infra_modes=False)
+    return torch.utils._python_dispatch.is_in_torch_dispatch_mode(include_infra_modes=False)
 
 
 def _is_recompile_limit(exc: BaseException) -> bool:

@@ -14,11 +14,12 @@ from sampan.path.manifest import (
 )
 from sampan.path.progress import load_progress, mark_done, progress_file, reset_progress, update_progress
 from sampan.path.report import list_runs, load_report
-from sampan.path.runner import LessonResult, RunReport, run
+from sampan.path.runner import KernelNotFoundError, LessonResult, RunReport, run
 
 __all__ = [
     "ArtifactMissingError",
     "CourseIndex",
+    "KernelNotFoundError",
     "LearningPath",
     "Lesson",
     "LessonResult",

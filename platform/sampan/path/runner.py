@@ -36,6 +36,10 @@ Status = Literal["passed", "failed", "skipped", "not_run"]
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+_DEAD_KERNEL_HINT = (". HINT: the kernel process ended during that cell: it ran out of memory, crashed in native "
+                     "code or was killed; run the lesson in JupyterLab and watch the memory (sampan.monitor)")
+
+
 class KernelNotFoundError(SampanError, LookupError):
     """A lesson names a Jupyter kernel that is not installed; the message says how to install it."""
 
@@ -275,7 +279,7 @@ def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
              kernel_name: str | None) -> dict[str, Any] | None:
     """Runs one notebook; returns ``None`` or the error (papermill's error cell) as a dict."""
     import papermill as pm
-    from nbclient.exceptions import CellTimeoutError
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
     deadline = time.monotonic() + limit
@@ -299,8 +303,9 @@ def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
                 "evalue": f"lesson {lesson.id!r} exceeded its timeout of {limit:g} s", "traceback": ""}
     except Exception as exc:  # kernel died, unreadable notebook ...: name the cell that was running, if any
         cell = current[0]
+        evalue = _strip(str(exc)) + (_DEAD_KERNEL_HINT if isinstance(exc, DeadKernelError) else "")
         return {"cell_index": _cell_index(out, cell), "execution_count": cell.get("execution_count") if cell else None,
-                "source": _src(cell), "ename": type(exc).__name__, "evalue": _strip(str(exc)), "traceback": ""}
+                "source": _src(cell), "ename": type(exc).__name__, "evalue": evalue, "traceback": ""}
     return None
 
 

@@ -61,7 +61,32 @@ def export_for_quantization(model: nn.Module, inputs: tuple) -> torch.fx.GraphMo
     """``torch.export`` with a dynamic batch dimension, returned as an (unlifted) GraphModule."""
     inputs = tuple(torch.cat([t, t]) if t.dim() and t.shape[0] == 1 else t for t in inputs)
     shapes = tuple({0: torch.export.Dim.AUTO} if t.dim() else None for t in inputs)
-    return torch.export.export(model, inputs, dynamic_shapes=shapes).module()
+    return _split_reused_activations(torch.export.export(model, inputs, dynamic_shapes=shapes).module())
+
+
+def _split_reused_activations(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Gives each call of an activation module used more than once (torchvision's ResNet blocks call
+    ``self.relu`` twice) a source name of its own.
+
+    The X86 quantizer groups nodes into patterns by the module that made them; two calls of one
+    ReLU made one group with two outputs, which it refuses ("Input partition has more than one
+    output node"). An activation module makes one node per call, so a node is a call.
+    """
+    calls: dict[str, list[torch.fx.Node]] = {}
+    for node in gm.graph.nodes:
+        stack = node.meta.get("nn_module_stack")
+        if node.op == "call_function" and stack:
+            fqn, cls = list(stack.values())[-1]
+            kind = cls if isinstance(cls, str) else f"{cls.__module__}.{cls.__qualname__}"
+            if kind.startswith("torch.nn.modules.activation."):
+                calls.setdefault(fqn, []).append(node)
+    for fqn, nodes in calls.items():
+        for i, node in enumerate(nodes[1:], start=1):
+            stack = dict(node.meta["nn_module_stack"])
+            key, (_, cls) = list(stack.items())[-1]
+            stack[key] = (f"{fqn}#{i}", cls)
+            node.meta["nn_module_stack"] = stack
+    return gm
 
 
 def drop_unused_state(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:

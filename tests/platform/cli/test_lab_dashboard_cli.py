@@ -39,7 +39,10 @@ def test_dashboard_command_spells_out_voila_security(capsys):
 
 def test_dashboard_list_and_unknown_name(capsys):
     assert main(["dashboard"]) == 0
-    assert "digit_playground, path_report, training_monitor" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert listed.startswith("Dashboards: ")
+    names = listed.split(": ", 1)[1].strip().split(", ")
+    assert names == sorted(names) and {"digit_playground", "path_report", "training_monitor"} <= set(names)
     assert main(["dashboard", "nope"]) == 2
     assert "Received: name='nope'" in capsys.readouterr().err
 

@@ -70,3 +70,41 @@ def test_own_recorder_names_the_run_and_is_not_doubled(fresh_store, blobs, mlp, 
     _, runs = _runs(fresh_store)
     assert [(r.info.run_name, r.data.tags["idea"], r.info.run_id) for r in runs] == [("baseline", "wider", rec.run_id)]
     assert ex.search_runs("tags.idea = 'wider'")[0].info.run_id == rec.run_id
+
+
+def test_a_long_fit_is_in_the_store_while_it_trains(fresh_store, blobs, mlp, monkeypatch, one_thread):
+    from sampan.callbacks import Callback
+    from sampan.experiments import recorder
+
+    monkeypatch.setattr(recorder, "WRITE_EVERY", 0.0)  # as if every epoch took longer than WRITE_EVERY
+    seen = {}
+
+    class Peek(Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                runs = ex.search_runs()  # flushes the writes so far
+                seen["status"] = runs[0].info.status
+                seen["epochs"] = [m.step for m in ex.client().get_metric_history(runs[0].info.run_id, "loss")]
+
+    _fit(mlp(), blobs, callbacks=[Peek()])
+    assert seen == {"status": "RUNNING", "epochs": [1]}  # Peek runs before the recorder sees epoch 2
+    assert _runs(fresh_store)[1][0].info.status == "FINISHED"
+
+
+def test_a_fit_that_raises_is_recorded_failed(fresh_store, blobs, mlp, one_thread):
+    from sampan.callbacks import Callback
+
+    class Boom(Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:  # before the recorder sees epoch 2: epoch 1 is all it has
+                raise KeyboardInterrupt
+
+    try:
+        _fit(mlp(), blobs, callbacks=[Boom()])
+    except KeyboardInterrupt:
+        pass
+    _fit(mlp(), blobs)  # the next fit in this thread closes the interrupted one
+    _, runs = _runs(fresh_store)
+    assert sorted(r.info.status for r in runs) == ["FAILED", "FINISHED"]
+    failed = next(r for r in runs if r.info.status == "FAILED")
+    assert [m.step for m in ex.client().get_metric_history(failed.info.run_id, "loss")] == [1]

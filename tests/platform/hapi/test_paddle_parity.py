@@ -7,6 +7,7 @@ import torch
 from torch.utils.data import TensorDataset
 
 import sampan
+from sampan.amp import AmpPrecision
 from sampan.callbacks import Callback, ProgBarLogger, ProgressBar
 from sampan.metric import Accuracy
 
@@ -48,10 +49,13 @@ def test_one_callback_not_in_a_list(blobs, mlp):
     spy = Sizes()
     prepared(mlp()).fit(blobs[0], epochs=1, batch_size=64, verbose=0, callbacks=spy)
     assert spy.train == [64, 64, 64]
-    assert ProgBarLogger is ProgressBar
+    paddle_order = ProgBarLogger(5, 0)  # Paddle's (log_freq, verbose)
+    assert isinstance(paddle_order, ProgressBar) and (paddle_order.log_freq, paddle_order.verbose) == (5, 0)
     model = prepared(mlp())
     model.fit(blobs[0], epochs=1, batch_size=64, callbacks=ProgressBar(verbose=0))
     assert sum(isinstance(c, ProgressBar) for c in model._callbacks) == 1
+    with pytest.raises(TypeError, match=r"sampan.callbacks.Callback. Received: 'oops'"):
+        model.fit(blobs[0], verbose=0, callbacks="oops")
 
 
 def test_train_and_eval_batch_sizes_and_eval_freq(blobs, mlp):
@@ -60,7 +64,7 @@ def test_train_and_eval_batch_sizes_and_eval_freq(blobs, mlp):
                         verbose=0, callbacks=[spy])
     assert spy.train == [64] * 9 and spy.eval == [32, 32] * 2  # epochs 2 and 3 (the last always evaluates)
     assert spy.evals == 2
-    with pytest.raises(ValueError, match=r"Expected `batch_size` to be an int or \(train_batch_size, eval_batch_size\)"):
+    with pytest.raises(ValueError, match=r"`batch_size` to be an int or \(train_batch_size, eval_batch_size\)"):
         prepared(mlp()).fit(blobs[0], batch_size=(64, 32, 16), verbose=0)
     with pytest.raises(ValueError, match=r"Expected `batch_size` to be an int >= 1. Received: batch_size=0"):
         prepared(mlp()).fit(blobs[0], batch_size=(0, 32), verbose=0)
@@ -123,7 +127,8 @@ def test_summary_accepts_what_paddle_summary_accepts():
     assert [(l["name"], l["output_shape"][0]) for l in info["layers"]] == [("LSTM", [1, 23, 32])]  # its own row
     assert sampan.summary(torch.nn.Linear(4, 2), (1, 4), print_table=False)["layers"][0]["flops"] == 16
     assert sampan.summary(Pair(), input=[torch.rand(1, 4), torch.rand(1, 6)], print_table=False)["flops"] == 40
-    assert sampan.summary(Pair(), input={"x": torch.rand(2, 4), "y": torch.rand(2, 6)}, print_table=False)["flops"] == 80
+    as_dict = {"x": torch.rand(2, 4), "y": torch.rand(2, 6)}
+    assert sampan.summary(Pair(), input=as_dict, print_table=False)["flops"] == 80
     emb = sampan.Model(torch.nn.Embedding(10, 3))
     assert emb.summary((None, 5), dtype="int64")["layers"] == emb.summary((None, 5), dtypes="int64")["layers"]
 
@@ -140,6 +145,8 @@ def test_summary_errors_name_the_argument_and_the_layer():
         model.summary((None, 1, None, 28))
     with pytest.raises(ValueError, match=r"the dimension 0 must be positive"):
         model.summary((1, 0, 28, 28))
+    with pytest.raises(ValueError, match=r"a shape cannot be empty"):
+        model.summary([(1, 1, 28, 28), []])
     with pytest.raises(ValueError, match=r"summary: input_size=\(1, 3, 28, 28\) does not fit the network: layer "
                                          r"'features.0' \(Conv2d\) refused the input"):
         model.summary((1, 3, 28, 28))
@@ -176,6 +183,12 @@ def test_save_to_an_empty_path_raises(mlp, training):
 def test_unknown_amp_key_is_a_value_error_naming_amp(mlp):
     with pytest.raises(ValueError, match=r"Expected `amp` to be a dict whose keys.*use_pure_fp16 -> level='O2'"):
         prepared(mlp(), amp={"level": "O2", "use_pure_fp16": True}, device="cpu")
+    with pytest.raises(ValueError, match=r"Expected `amp` to be a dict whose keys.*use_pure_fp16"):
+        prepared(mlp(), amp_configs={"use_pure_fp16": True}, device="cpu")  # Paddle's argument name
+    assert not isinstance(prepared(mlp(), amp_configs={"level": "O0"}, device="cpu")._precision, AmpPrecision)
+    assert prepared(mlp(), amp_configs="O1", device="cpu")._precision.config.level == "O1"
+    with pytest.raises(ValueError, match=r"Expected `amp_configs` to be None when amp is given"):
+        prepared(mlp(), amp="bf16", amp_configs="O1", device="cpu")
 
 
 def test_paddle_column_labels_point_to_the_migration_guide(blobs, mlp):

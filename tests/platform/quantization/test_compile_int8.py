@@ -58,3 +58,28 @@ def test_bad_input_is_named(mlp):
     assert isinstance(fast, Int8Compiled)
     with pytest.raises(RuntimeError, match="inference only"):
         fast.train()
+
+
+class _ResidualBlock(nn.Module):
+    """torchvision's BasicBlock shape: one ReLU module called twice, around a residual add."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(4, 4, 3, padding=1), nn.Conv2d(4, 4, 3, padding=1)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        return self.relu(self.conv2(self.relu(self.conv1(x))) + x)
+
+
+def test_ptq_takes_an_activation_module_called_twice():
+    torch.manual_seed(0)
+    net = _ResidualBlock().eval()
+    ptq = PTQ()
+    observed = ptq.quantize(net, torch.rand(2, 4, 8, 8))   # raised "more than one output node" before
+    ptq.calibrate(observed, [torch.rand(8, 4, 8, 8) for _ in range(2)])
+    q = ptq.convert(observed)
+    x = torch.rand(3, 4, 8, 8)
+    with torch.no_grad():
+        ref = net(x)
+        assert (q(x) - ref).abs().max() < 0.05 * ref.abs().max()

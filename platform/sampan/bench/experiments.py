@@ -1,0 +1,138 @@
+"""``sampan bench experiments``: what recording runs costs, and how fast recorded runs are compared.
+
+1. The digits CNN's ``fit`` with recording on and off, interleaved (shuffled order, medians): the
+   recorder's share of the fit time. The store writes happen on a writer thread when the fit ends;
+   the time to ``flush`` them is shown apart (after ``fit`` returns, not on the training path).
+2. A store of 1,000 runs x 100 epochs (built once, in a temporary folder): loading the run list,
+   then the compare table and the metric histories of 10 selected runs (what ``RunCompare`` draws).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import statistics
+import tempfile
+import time
+
+import torch
+
+from sampan.bench._timing import print_table
+
+
+@contextlib.contextmanager
+def _temporary_store():
+    with tempfile.TemporaryDirectory(prefix="sampan-bench-store-") as folder:
+        saved = os.environ.get("SAMPAN_TRACKING_URI")
+        os.environ["SAMPAN_TRACKING_URI"] = f"sqlite:///{folder}/mlflow.db"
+        try:
+            yield folder
+        finally:
+            from sampan.experiments import flush
+
+            flush()
+            if saved is None:
+                os.environ.pop("SAMPAN_TRACKING_URI", None)
+            else:
+                os.environ["SAMPAN_TRACKING_URI"] = saved
+
+
+def _fit(data, epochs: int, record: bool) -> float:
+    """One fit's wall time; the writes it left are flushed after the clock stops (they are not on the
+    training path, but must not slow the next candidate either)."""
+    import sampan
+    import sampan.experiments as ex
+    from sampan.bench.fit import _cnn
+
+    torch.manual_seed(0)
+    net = _cnn()
+    model = sampan.Model(net, inputs=sampan.InputSpec([None, 1, 8, 8], "float32", "image"))
+    model.prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss(), sampan.metric.Accuracy())
+    (ex.enable if record else ex.disable)()
+    try:
+        start = time.perf_counter()
+        model.fit(data, epochs=epochs, batch_size=32, verbose=0)
+        return time.perf_counter() - start
+    finally:
+        ex.enable()
+        ex.flush()
+
+
+def overhead(quick: bool = False) -> dict:
+    from sampan.data import load_dataset
+
+    data = load_dataset("digits", "train")
+    epochs, repeat = (2, 3) if quick else (5, 9)
+    with _temporary_store():
+        _fit(data, 1, True)  # MLflow imported and the store created once, as in a session that recorded before
+        runs: dict[str, list[float]] = {"recording off": [], "recording on": []}
+        order = random.Random(0)
+        for _ in range(repeat):  # interleaved, in a shuffled order each round
+            for name in order.sample(sorted(runs), 2):
+                runs[name].append(_fit(data, epochs, name == "recording on"))
+        times = {k: statistics.median(v) for k, v in runs.items()}
+        flushes = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fit_s = _fit(data, 1, True)  # the flush inside _fit is what this times
+            flushes.append(time.perf_counter() - start - fit_s)
+    share = times["recording on"] / times["recording off"] - 1
+    rows = [{"fit": k, "seconds": v, "vs off": v / times["recording off"]} for k, v in times.items()]
+    print_table(f"recording overhead: digits CNN, {epochs} epochs, batch 32, median of {repeat} interleaved, "
+                f"{torch.get_num_threads()} threads", rows, ["fit", "seconds", "vs off"])
+    print(f"recorder's share of fit time: {share * 100:+.2f} %; writes left after fit returns: "
+          f"{statistics.median(flushes) * 1000:.0f} ms (writer thread, off the training path)")
+    return {"off_s": times["recording off"], "on_s": times["recording on"], "overhead": share,
+            "flush_after_fit_s": statistics.median(flushes)}
+
+
+def _build_store(n_runs: int, epochs: int) -> float:
+    from mlflow.entities import Metric, Param
+
+    from sampan.experiments import store
+
+    client = store.client()
+    exp = store.experiment_id()
+    start = time.perf_counter()
+    now = int(time.time() * 1000)
+    for i in range(n_runs):
+        run = client.create_run(exp, run_name=f"run-{i}", tags={"sampan.kind": "fit"})
+        params = [Param("optimizer.lr", str(10 ** (-1 - i % 4))), Param("batch_size", str(32 * (1 + i % 3))),
+                  Param("epochs", str(epochs)), Param("model", "CNN"), Param("seed", str(i % 5))]
+        metrics = [Metric("loss", 2.0 / (e + 1) + (i % 7) * 0.01, now, e) for e in range(1, epochs + 1)]
+        metrics += [Metric("eval_acc", 1 - 1.0 / (e + 1) - (i % 7) * 0.01, now, e) for e in range(1, epochs + 1)]
+        client.log_batch(run.info.run_id, metrics=metrics, params=params)
+        client.set_terminated(run.info.run_id)
+    return time.perf_counter() - start
+
+
+def compare_render(quick: bool = False) -> dict:
+    from sampan.experiments import compare
+
+    n_runs, epochs, repeat = (100, 100, 3) if quick else (1000, 100, 5)
+    with _temporary_store():
+        build = _build_store(n_runs, epochs)
+        loads, renders = [], []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            rows = compare.list_runs(max_results=n_runs)
+            loads.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            chosen = rows[:10]
+            compare.compare_table(chosen)
+            compare.differing_params(rows)
+            curves = compare.histories([r.run_id for r in chosen], "eval_acc")
+            renders.append(time.perf_counter() - start)
+        assert len(rows) == n_runs and all(len(c) == epochs for c in curves.values())
+    result = {"runs": n_runs, "epochs": epochs, "build_s": build, "load_list_s": statistics.median(loads),
+              "table_and_curves_10_s": statistics.median(renders)}
+    print_table(f"compare: a store of {n_runs} runs x {epochs} epochs (2 metrics), median of {repeat}", [
+        {"step": "load the run list (all runs, params, last metrics)", "seconds": result["load_list_s"]},
+        {"step": "compare table + eval_acc histories of 10 selected runs", "seconds": result["table_and_curves_10_s"]},
+        {"step": "(building the store, once)", "seconds": build}], ["step", "seconds"])
+    return result
+
+
+def run(quick: bool = False) -> dict:
+    torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads()))))
+    return {"overhead": overhead(quick), "compare": compare_render(quick)}

@@ -1,0 +1,34 @@
+"""``sampan hub`` and ``sampan publish --serve`` argument checks (no server started: --dry-run)."""
+from __future__ import annotations
+
+from sampan.cli import main
+
+
+def test_hub_dry_run_prints_the_settings_and_the_jupyterhub_command(tmp_path, capsys):
+    roster = tmp_path / "class.csv"
+    roster.write_text("username,role\nkim,teacher\nlee,student\n")
+    assert main(["hub", "--dry-run", "--dir", str(tmp_path / "hub"), "--roster", str(roster), "--port", "8123"]) == 0
+    out = capsys.readouterr().out
+    assert "SAMPAN_HUB_IP=127.0.0.1" in out and "SAMPAN_HUB_PORT=8123" in out
+    assert "-m jupyterhub -f" in out and "deploy/jupyterhub_config.py" in out
+    assert "PASSWORD" not in out  # no secret on a command line or in the printed settings
+
+
+def test_hub_refuses_a_lan_address_without_tls_and_bad_names(tmp_path, capsys):
+    assert main(["hub", "--dry-run", "--ip", "0.0.0.0"]) == 2
+    assert "Expected `--ip` to be 127.0.0.1, or --ssl-cert and --ssl-key" in capsys.readouterr().err
+    assert main(["hub", "--dry-run", "--teacher", "Kim Lee"]) == 2
+    assert "Expected `--teacher` to be lower-case letters" in capsys.readouterr().err
+    roster = tmp_path / "class.csv"
+    roster.write_text("username,role\nlee,principal\n")
+    assert main(["hub", "--dry-run", "--roster", str(roster)]) == 2
+    assert "line 2 role" in capsys.readouterr().err
+
+
+def test_publish_serve_uses_the_dashboard_security_settings_and_preheated_kernels(capsys):
+    assert main(["publish", "--serve", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--VoilaConfiguration.strip_sources=True", "--VoilaConfiguration.show_tracebacks=False",
+                 "--VoilaConfiguration.preheat_kernel=True", "--Voila.ip=127.0.0.1"):
+        assert flag in out
+    assert "token=" not in out.split("voila", 1)[1]  # the token travels in the environment

@@ -21,7 +21,9 @@ $(STAMP): pyproject.toml constraints.txt
 # `sampan hub` needs JupyterHub's proxy, an npm package (Node from Debian: apt-get install nodejs npm).
 CHP_VERSION ?= 5.3.0
 hub-proxy:
-	npm install --silent --no-audit --no-fund --prefix $(VENV)/share/sampan-node configurable-http-proxy@$(CHP_VERSION)
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-audit --no-fund --prefix $(VENV)/share/sampan-node configurable-http-proxy@$(CHP_VERSION); \
+	else echo "npm is missing: \`sampan hub\` and tests/hub need it (apt-get install nodejs npm; make hub-proxy)"; fi
 
 lab: setup
 	$(VENV)/bin/sampan lab

@@ -1,19 +1,49 @@
 # jupyterhub-idle-culler configuration of `sampan hub` (passed with --config=...): culling stops servers idle
-# longer than --timeout, but never a server whose kernel is executing (a training in progress sends no
-# messages, so it looks idle to the hub). Before culling, the hook asks the server's Jupyter API for its
-# kernels and keeps the server when one is busy. The culler's token needs `access:servers` (sampan.hub.config).
+# longer than --timeout, but never a server that is working while it looks idle to the hub:
+# - a running `sampan job` of the learner (one machine: its job.json under the learner's $SAMPAN_DATA/jobs,
+#   with a live process), or
+# - a kernel that is executing (a training in progress sends no messages): the hook asks the server's
+#   Jupyter API for its kernels. The culler's token needs `access:servers` (sampan.hub.config).
 # Deliberately free of `import sampan` (which imports torch): the culler stays a small process.
 import json
 import os
+from pathlib import Path
 
+import psutil
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
 PUBLIC_URL = os.environ.get("SAMPAN_HUB_PUBLIC_URL", "http://127.0.0.1:8000/")
 TOKEN = os.environ.get("JUPYTERHUB_API_TOKEN", "")
+USERS = os.environ.get("SAMPAN_HUB_USERS", "")  # learners' homes (one machine); unset on Kubernetes
+
+
+def _alive(pid, started):
+    try:
+        proc = psutil.Process(int(pid))
+        return (started is None or abs(proc.create_time() - float(started)) < 1.0) \
+            and proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, TypeError, ValueError):
+        return False
+
+
+def running_jobs(user, users_dir=None):
+    """How many of ``user``'s `sampan job`s are running (status "running" and their process alive)."""
+    folder = Path(users_dir or USERS or "/nonexistent") / user / ".sampan" / "jobs"
+    count = 0
+    for state in folder.glob("*/job.json") if user and folder.is_dir() else []:
+        try:
+            job = json.loads(state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(job, dict) and job.get("status") == "running" and _alive(job.get("pid"), job.get("pid_started")):
+            count += 1
+    return count
 
 
 async def busy_aware_arbiter(inactive, inactive_limit, server):
     if inactive is None or inactive.total_seconds() < inactive_limit:
+        return False
+    if running_jobs(server.get("full_name", "").split("/")[0]):
         return False
     url = PUBLIC_URL.rstrip("/") + server["url"] + "api/kernels"
     try:

@@ -37,6 +37,7 @@ __all__ = [
     "callbacks",
     "data",
     "distributed",
+    "experiments",
     "inference",
     "jit",
     "metric",
@@ -56,7 +57,7 @@ _LAZY_ATTRS = {
     "run_check": ("sampan.check", "run_check"),
 }
 _SUBPACKAGES = {
-    "amp", "bench", "callbacks", "data", "distributed", "hapi", "inference", "jit",
+    "amp", "bench", "callbacks", "data", "distributed", "experiments", "hapi", "inference", "jit",
     "metric", "monitor", "onnx", "path", "profiler", "pruning", "quantization", "text", "utils", "vision",
 }
 

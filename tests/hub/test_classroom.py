@@ -6,7 +6,9 @@ then a restart (nothing lost) with short culling times (a busy server survives, 
 """
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import threading
 import time
 from pathlib import Path
@@ -166,6 +168,15 @@ def _browser_login(page, hub, name: str, password: str) -> None:
     page.fill("#password_input", password)
     page.click("#login_submit")
     page.wait_for_url(lambda url: "/hub/login" not in url)
+
+
+def test_a_crashed_server_offers_a_restart_not_a_hang(hub):
+    alice = hub.login("alice", pw("alice"))
+    server = hub.api("GET", "hub/api/users/alice").json()["servers"][""]
+    os.kill(server["state"]["pid"], signal.SIGKILL)  # the learner's JupyterLab dies
+    page = alice.get(hub.url + "user/alice/api/status", timeout=30)
+    assert page.status_code == 503
+    assert "Your server appears to be down" in page.text and "/hub/home" in page.text
 
 
 def test_restart_keeps_everything_and_culling_spares_a_busy_server(hub):

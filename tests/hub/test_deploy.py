@@ -72,3 +72,36 @@ def test_dockerfile_and_python_configs():
     assert " AS cpu" in dockerfile and " AS cuda" in dockerfile
     for name in ("jupyterhub_config.py", "idle_culler_config.py", "batchspawner_config.py"):
         ast.parse((DEPLOY / name).read_text(), filename=name)
+
+
+def test_culler_hook_spares_a_learner_with_a_running_job(tmp_path):
+    """The culler's hook (deploy/idle_culler_config.py) counts a learner's `sampan job` whose process lives."""
+    import asyncio
+    import datetime
+    import subprocess
+    import sys
+
+    import psutil
+
+    namespace = {"get_config": lambda: type("C", (), {"IdleCuller": type("I", (), {})()})()}
+    exec(compile((DEPLOY / "idle_culler_config.py").read_text(), "idle_culler_config.py", "exec"), namespace)
+    job = tmp_path / "lee" / ".sampan" / "jobs" / "20261203-000000-abcdef"
+    job.mkdir(parents=True)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        state = {"id": job.name, "status": "running", "pid": proc.pid,
+                 "pid_started": psutil.Process(proc.pid).create_time()}
+        (job / "job.json").write_text(json.dumps(state))
+        assert namespace["running_jobs"]("lee", tmp_path) == 1
+        assert namespace["running_jobs"]("kim", tmp_path) == 0
+        (job / "job.json").write_text(json.dumps({**state, "pid_started": state["pid_started"] - 100}))
+        assert namespace["running_jobs"]("lee", tmp_path) == 0  # that pid is now another process
+        (job / "job.json").write_text(json.dumps(state))
+        namespace["USERS"] = str(tmp_path)
+        idle = datetime.timedelta(hours=2)
+        keep = asyncio.run(namespace["busy_aware_arbiter"](idle, 3600, {"full_name": "lee/", "url": "/user/lee/"}))
+        assert keep is False  # not culled: the job runs
+    finally:
+        proc.kill()
+        proc.wait()
+    assert namespace["running_jobs"]("lee", tmp_path) == 0

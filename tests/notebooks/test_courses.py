@@ -72,6 +72,14 @@ QUICK_RANGES: dict[str, dict[str, tuple]] = {
         "exercise_warmup_cosine": (True, True),
         "exercise_best_epoch": (True, True),
     },
+    "02-intermediate/experiments": {
+        "runs_recorded": (2, 2),  # the session store of the lesson's kernel (SAMPAN_TRACKING_URI, tests/conftest.py)
+        "fast_lr_eval_acc": (0.8, 1.0),
+        "sweep_trials": (6, 6),
+        "sweep_best_acc": (0.85, 1.0),
+        "exercise_differing": (True, True),
+        "exercise_best_lr": (True, True),
+    },
     "02-intermediate/sentiment_reviews_zh": {
         "tfidf_char_acc": (0.8, 0.86),
         "tfidf_bigram_acc": (0.83, 0.89),
@@ -94,6 +102,9 @@ QUICK_RANGES: dict[str, dict[str, tuple]] = {
         "gan_confident_share": (0.2, 1.0),  # uniform noise: about 0.09
         "gan_digit_coverage": (7, 10),  # a collapsed generator draws only a few digits
         "d_loss_final": (0.3, 1.4),  # near 0: the discriminator won and the generator learns nothing
+        # memorising: generated samples much nearer the training set than held-out real digits
+        "gan_nn_ratio": (0.8, 2.5),  # median nearest-training distance, generated / held-out; noise: about 3
+        "gan_near_copy_share": (0.0, 0.15),  # held-out digits: 0.05 by construction
         "exercise_d_loss": (True, True),
         "exercise_g_loss": (True, True),
         "exercise_interpolate": (True, True),

@@ -20,6 +20,7 @@ def test_lesson_converts_explains_exports_and_serves(executed):
     assert records["eager_acc"] > 0.8
     assert 0.0 <= records["static_max_abs_diff"] < 1e-4
     assert records["graph_breaks_before"] >= 1 and records["graph_breaks_after"] == 0
+    assert records["cond_export_matches_eager"] is True
     assert 0.0 <= records["loaded_max_abs_diff"] < 1e-4
     assert records["predictor_matches_eager"] is True
     assert records["latency_ratio_eager_over_predictor_b1"] > 0

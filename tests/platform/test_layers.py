@@ -115,3 +115,15 @@ def test_the_check_finds_an_upward_import_a_lazy_one_and_a_widget_import(tmp_pat
 def test_layer_of_names_the_fix_for_an_unlisted_package():
     with pytest.raises(KeyError, match=r"sampan.nowhere is in no layer.*HINT: add it to LAYERS"):
         _layers.layer_of("nowhere")
+
+
+def test_importing_every_subpackage_loads_no_front_end_module():
+    import subprocess
+    import sys
+
+    packages = [m for _, names in _layers.LAYERS for m in names if m not in ("sampan", "__main__")]
+    code = (f"import importlib, sys\nfor m in {packages!r}: importlib.import_module('sampan.' + m)\n"
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {tuple(_layers.FRONT_END)!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout

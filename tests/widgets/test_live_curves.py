@@ -4,6 +4,7 @@ from types import SimpleNamespace
 import matplotlib
 import pytest
 
+from sampan.callbacks import Callback
 from sampan_widgets import LiveCurves
 from sampan_widgets import live_curves as lc_module
 
@@ -18,7 +19,7 @@ class FakeClock:
 
 def test_redraws_are_throttled_whatever_the_step_rate(recorder, monkeypatch):
     clock = FakeClock()
-    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock))
+    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock, process_time=clock, thread_time=clock))
     live = LiveCurves(max_fps=4)
     live.on_train_begin({})
     for step in range(1280):  # 128 steps a second for 10 s
@@ -89,7 +90,7 @@ def test_is_displayable_as_a_widget(recorder):
 
 def test_slow_redraws_are_spaced_to_keep_within_budget(monkeypatch):
     clock = FakeClock()
-    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock))
+    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock, process_time=clock, thread_time=clock))
     slow_svg = lc_module.svg_lines
 
     def svg_taking_10ms(*args, **kwargs):
@@ -101,13 +102,12 @@ def test_slow_redraws_are_spaced_to_keep_within_budget(monkeypatch):
     for step in range(1000):
         live.on_train_batch_end(step, {"loss": 1.0, "acc": 0.5, "step": step + 1})
         clock.t += 0.01
-    assert live._interval == pytest.approx(1.0)
     assert 9 <= live.redraws <= 11  # ~10 s of training
 
 
 def test_redraws_never_stop_for_longer_than_max_interval(monkeypatch):
     clock = FakeClock()
-    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock))
+    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock, process_time=clock, thread_time=clock))
     real_svg = lc_module.svg_lines
 
     def svg_taking_50ms(*args, **kwargs):
@@ -119,4 +119,33 @@ def test_redraws_never_stop_for_longer_than_max_interval(monkeypatch):
     for step in range(1000):
         live.on_train_batch_end(step, {"loss": 1.0, "step": step + 1})
         clock.t += 0.01
-    assert live._interval == 2.0 and 5 <= live.redraws <= 7
+    assert 5 <= live.redraws <= 7
+
+
+class StepClock(Callback):
+    """Moves the fake clock on by ``dt`` after every training step: a fit at a chosen step rate."""
+
+    def __init__(self, clock, dt):
+        super().__init__()
+        self.clock, self.dt = clock, dt
+
+    def on_train_batch_end(self, step, logs=None):
+        self.clock.t += self.dt
+
+
+@pytest.mark.parametrize("steps_per_s", [5, 50, 2000])
+def test_redraw_rate_is_capped_in_a_real_fit_against_a_fake_clock(monkeypatch, model_and_data, steps_per_s):
+    clock = FakeClock()
+    monkeypatch.setattr(lc_module, "time", SimpleNamespace(monotonic=clock, process_time=clock, thread_time=clock))
+    model, data = model_and_data(n=64)  # 2 steps an epoch: epoch ends come far more often than 4 a second
+    live = LiveCurves(max_fps=4, budget=1.0)  # budget=1: only max_fps limits the rate
+    times, redraw = [], live.redraw
+    live.redraw = lambda: (times.append(clock.t), redraw())
+    epochs = 60
+    model.fit(data, data, batch_size=32, epochs=epochs, verbose=0, callbacks=[StepClock(clock, 1 / steps_per_s), live])
+    seconds = 2 * epochs / steps_per_s
+    *training, final = times
+    assert all(b - a >= 0.25 for a, b in zip(training, training[1:]))  # never closer than 1 / max_fps
+    dt = 1 / steps_per_s  # a redraw is due at most one step after 0.25 s have passed
+    assert seconds / (0.25 + dt) - 1 <= len(training) <= 4 * seconds + 1
+    assert final == clock.t and f"step <b>{2 * epochs}</b>" in live._status.value  # fit returns with the last values

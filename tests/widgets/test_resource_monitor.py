@@ -123,3 +123,15 @@ def test_is_a_callback_and_displayable(recorder):
     assert isinstance(monitor, Base) and not monitor.running  # nothing runs until started or fit begins
     bundle = monitor._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == monitor.widget.model_id
+
+
+def test_chart_keeps_only_the_window_without_copying_the_history(recorder, monkeypatch):
+    monitor = ResourceMonitor(interval=1.0, window=120.0, gpu=False)
+    monkeypatch.setattr(type(monitor.sampler), "samples", property(lambda s: pytest.fail("history copied")))
+    for t in range(301):  # five minutes of samples, one a second
+        monitor._on_sample({"time": float(t), "step": t, "rss": 2**20 * (100 + t)})
+    assert [s["time"] for s in monitor._recent] == [float(t) for t in range(180, 301)]
+    chart = recorder.updates(monitor._chart.model_id)[-1]["value"]
+    assert ">180<" in chart and ">300<" in chart  # the x axis spans the window only
+    monitor._on_sample({"time": 0.5, "step": 0, "rss": 2**20})  # a new clock: the window starts again
+    assert [s["time"] for s in monitor._recent] == [0.5]

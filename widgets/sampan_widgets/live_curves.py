@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import time
 from typing import Any, Literal, Sequence
 
@@ -14,6 +15,7 @@ from sampan_widgets._draw import COLORS, new_figure, svg_lines, to_png
 
 _SKIP = {"batch_size", "step", "lr", "loss_scale", "skipped_steps"}
 _TRAIN, _EVAL = COLORS[0], COLORS[1]
+_CPUS = os.cpu_count() or 1  # the process's CPU time grows at most this much faster than the wall clock
 
 
 def _is_number(v: Any) -> bool:
@@ -24,9 +26,13 @@ class LiveCurves(Callback, Drawn):
     """A ``fit`` callback and a widget: loss and metrics per step (train) and per epoch (train and eval).
 
     The view is two ipywidgets ``HTML`` values (a status line and inline SVG charts) updated in place from
-    the training thread, at most ``max_fps`` times a second whatever the step rate, and less often when a
-    redraw is slow (a busy machine), so that redrawing takes at most ``budget`` of the training time, but
-    at least every ``max_interval`` seconds; the train end always redraws. When training ends it renders the final curves with matplotlib (Agg, no pyplot)
+    the training thread. A step's hook only appends its logs to a buffer; a redraw (which sorts the buffer
+    into curves) comes at least ``1 / max_fps`` seconds after the previous one whatever the step rate, and
+    later when a redraw is slow, so that redrawing takes at most ``budget`` of the process's CPU time (not of
+    the wall time: on a busy machine, where the process gets a fraction of a core, redraws thin out with the
+    training), but at least every ``max_interval`` seconds. Epoch ends obey the same spacing; only the end of
+    training redraws at once (when something changed since the last redraw), so that the view shows the
+    final values when ``fit`` returns. When training ends it renders the final curves with matplotlib (Agg, no pyplot)
     and leaves them as a PNG in the notebook: the PNG is added to this object's own display output when it
     was displayed with ``display(live)`` (frontends with the widget show the widget, a saved or papermill
     notebook shows the image), or displayed on its own when the view was never shown.
@@ -34,8 +40,8 @@ class LiveCurves(Callback, Drawn):
     Args:
         metrics: names to plot besides the loss (default: every numeric value in the logs).
         max_fps: most redraws per second.
-        budget: largest share of the training time spent redrawing: the interval between two redraws is at
-            least their recent duration divided by ``budget``.
+        budget: largest share of the process's CPU time spent redrawing: between two redraws the process
+            spends at least the recent CPU cost of a redraw divided by ``budget``.
         max_interval: longest interval between redraws, whatever they cost.
         static: ``"auto"`` (see above), True (always display the final PNG), False (never).
         width, height: size of each chart in pixels.
@@ -55,14 +61,16 @@ class LiveCurves(Callback, Drawn):
         self.min_interval = 1.0 / max_fps
         self.budget = budget
         self.max_interval = max(max_interval, self.min_interval)
-        self._interval = self.min_interval
-        self._cost = 0.0
+        self._cost = 0.0  # CPU seconds of a redraw, smoothed
+        self._cpu_mark = 0.0  # the process's CPU time at the last redraw
+        self._next_check = -math.inf  # no redraw before this wall time
         self.static, self.width, self.height = static, width, height
         self.steps: dict[str, list[tuple[int, float]]] = {}
         self.epochs: dict[str, list[tuple[int, float]]] = {}
         self.redraws = 0
         self._keep: dict[str, bool] = {}
         self._pending: list[dict] = []
+        self._dirty = False
         self.final_png: bytes | None = None
         self._last_draw = -math.inf
         self._status_text = ""
@@ -87,7 +95,7 @@ class LiveCurves(Callback, Drawn):
         return name not in _SKIP and (base == "loss" or self.metrics is None or base in self.metrics)
 
     def on_train_begin(self, logs=None):
-        self._last_draw = -math.inf
+        self._last_draw = self._next_check = -math.inf
         self._status.value = "<i>training…</i>"
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -110,18 +118,29 @@ class LiveCurves(Callback, Drawn):
                     self.steps.setdefault(name, []).append((self._step, float(value)))
 
     def _due(self) -> bool:
-        return time.monotonic() - self._last_draw >= self._interval
+        now = time.monotonic()
+        if now < self._next_check:  # the common case: one clock read a step
+            return False
+        if now - self._last_draw >= self.max_interval:
+            return True
+        owed = self._cost / self.budget - (time.process_time() - self._cpu_mark)  # CPU to spend training first
+        if owed <= 0:
+            return True
+        self._next_check = min(now + owed / _CPUS, self._last_draw + self.max_interval)
+        return False
 
     def on_epoch_end(self, epoch, logs=None):
         self._ingest()
         for name, value in (logs or {}).items():
             if _is_number(value) and self._wanted(name):
                 self.epochs.setdefault(name, []).append((self._step, float(value)))
+                self._dirty = True
         if self._due():
             self.redraw()
 
     def on_train_end(self, logs=None):
-        self.redraw()
+        if self._pending or self._dirty or not self.redraws:
+            self.redraw()
         self._leave_static()
 
     # ------------------------------------------------------------------ drawing
@@ -152,18 +171,19 @@ class LiveCurves(Callback, Drawn):
 
     def redraw(self) -> None:
         """Redraws the view now (the hooks call it, throttled)."""
-        start = time.monotonic()
+        start = time.thread_time()
         self._ingest()
+        self._dirty = False
         self.redraws += 1
         charts = "".join(svg_lines(series, width=self.width, height=self.height, title=name)
                          for name, series in self._panels())
         with self._panel.hold_sync():
             self._status.value = self._status_html()
             self._charts.value = f'<div style="display:flex;flex-wrap:wrap;gap:8px">{charts}</div>'
-        self._last_draw = time.monotonic()
-        cost = self._last_draw - start
+        cost = time.thread_time() - start
         self._cost = cost if self.redraws == 1 else 0.5 * (self._cost + cost)  # smooth out one slow redraw
-        self._interval = min(max(self.min_interval, self._cost / self.budget), self.max_interval)
+        self._last_draw, self._cpu_mark = time.monotonic(), time.process_time()
+        self._next_check = self._last_draw + self.min_interval
 
     def figure(self):
         """The curves as a matplotlib Figure (Agg canvas, not registered with pyplot)."""

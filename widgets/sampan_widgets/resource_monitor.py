@@ -1,6 +1,7 @@
 """``ResourceMonitor``: GPU (device and PyTorch views) and host figures, live, from a background sampler."""
 from __future__ import annotations
 
+import collections
 import html
 import threading
 from typing import Any
@@ -92,6 +93,7 @@ class ResourceMonitor(MonitorCallback, Drawn):
         self.window = window
         self.leak_warning: str | None = None
         self.updates = 0
+        self._recent: collections.deque[dict] = collections.deque()  # the chart's window, kept as samples come
         self._lock = threading.Lock()
         self._embedded = False
         self._status = W.HTML(value=status_html(None, note=self.sampler.note))
@@ -102,8 +104,15 @@ class ResourceMonitor(MonitorCallback, Drawn):
 
     # ------------------------------------------------------------------ sampler thread side
     def _on_sample(self, row: dict) -> None:
-        samples = self.sampler.samples
-        recent = [s for s in samples if s["time"] >= row["time"] - self.window]
+        with self._lock:  # O(1) a sample: no copy of the whole history, however long the run
+            recent = self._recent
+            if not recent or recent[-1] is not row:  # a leak warning redraws the latest sample again
+                if recent and row["time"] < recent[-1]["time"]:
+                    recent.clear()  # the sampler was restarted on a new clock
+                recent.append(row)
+            while recent[0]["time"] < row["time"] - self.window:
+                recent.popleft()
+            recent = list(recent)
         status = status_html(row, note=self.sampler.note, warning=self.leak_warning)
         chart = chart_html(recent)
         with self._lock, self._panel.hold_sync():

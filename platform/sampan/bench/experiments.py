@@ -37,9 +37,9 @@ def _temporary_store():
                 os.environ["SAMPAN_TRACKING_URI"] = saved
 
 
-def _fit(data, epochs: int, record: bool) -> float:
-    """One fit's wall time; the writes it left are flushed after the clock stops (they are not on the
-    training path, but must not slow the next candidate either)."""
+def _fit(data, epochs: int, record: bool) -> tuple[float, float]:
+    """One fit's wall time and its thread's CPU time (steadier on a shared machine); the writes it left are
+    flushed after the clocks stop (they are not on the training path, but must not slow the next candidate)."""
     import sampan
     import sampan.experiments as ex
     from sampan.bench.fit import _cnn
@@ -50,9 +50,9 @@ def _fit(data, epochs: int, record: bool) -> float:
     model.prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss(), sampan.metric.Accuracy())
     (ex.enable if record else ex.disable)()
     try:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         model.fit(data, epochs=epochs, batch_size=32, verbose=0)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, time.thread_time() - cpu
     finally:
         ex.enable()
         ex.flush()
@@ -65,25 +65,28 @@ def overhead(quick: bool = False) -> dict:
     epochs, repeat = (2, 3) if quick else (5, 9)
     with _temporary_store():
         _fit(data, 1, True)  # MLflow imported and the store created once, as in a session that recorded before
-        runs: dict[str, list[float]] = {"recording off": [], "recording on": []}
+        runs: dict[str, list[tuple[float, float]]] = {"recording off": [], "recording on": []}
         order = random.Random(0)
         for _ in range(repeat):  # interleaved, in a shuffled order each round
             for name in order.sample(sorted(runs), 2):
                 runs[name].append(_fit(data, epochs, name == "recording on"))
-        times = {k: statistics.median(v) for k, v in runs.items()}
+        wall = {k: statistics.median(w for w, _ in v) for k, v in runs.items()}
+        cpu = {k: statistics.median(c for _, c in v) for k, v in runs.items()}
         flushes = []
         for _ in range(3):
             start = time.perf_counter()
-            fit_s = _fit(data, 1, True)  # the flush inside _fit is what this times
+            fit_s, _ = _fit(data, 1, True)  # the flush inside _fit is what this times
             flushes.append(time.perf_counter() - start - fit_s)
-    share = times["recording on"] / times["recording off"] - 1
-    rows = [{"fit": k, "seconds": v, "vs off": v / times["recording off"]} for k, v in times.items()]
+    off = "recording off"
+    rows = [{"fit": k, "wall s": wall[k], "wall vs off": wall[k] / wall[off], "thread CPU s": cpu[k],
+             "CPU vs off": cpu[k] / cpu[off]} for k in runs]
     print_table(f"recording overhead: digits CNN, {epochs} epochs, batch 32, median of {repeat} interleaved, "
-                f"{torch.get_num_threads()} threads", rows, ["fit", "seconds", "vs off"])
-    print(f"recorder's share of fit time: {share * 100:+.2f} %; writes left after fit returns: "
-          f"{statistics.median(flushes) * 1000:.0f} ms (writer thread, off the training path)")
-    return {"off_s": times["recording off"], "on_s": times["recording on"], "overhead": share,
-            "flush_after_fit_s": statistics.median(flushes)}
+                f"{torch.get_num_threads()} threads", rows, ["fit", "wall s", "wall vs off", "thread CPU s",
+                                                             "CPU vs off"])
+    print(f"writes left after fit returns: {statistics.median(flushes) * 1000:.0f} ms (writer thread, off the "
+          f"training path)")
+    return {"off_s": wall[off], "on_s": wall["recording on"], "overhead_wall": wall["recording on"] / wall[off] - 1,
+            "overhead_cpu": cpu["recording on"] / cpu[off] - 1, "flush_after_fit_s": statistics.median(flushes)}
 
 
 def _build_store(n_runs: int, epochs: int) -> float:

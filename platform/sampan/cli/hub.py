@@ -21,11 +21,13 @@ import os
 import sys
 from pathlib import Path
 
+from sampan.cli._args import port as port_type
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("hub", help="JupyterHub for a class on one machine (127.0.0.1 by default)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=8000, help="public port (default 8000)")
+    parser.add_argument("--port", type=port_type, default=8000, help="public port (default 8000)")
     parser.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--dir", default=None, help="hub folder: database, learners' homes (default <data dir>/hub)")
     parser.add_argument("--roster", default=None, help="CSV 'username,role' of people approved in advance")
@@ -51,6 +53,7 @@ def config_file() -> Path:
 
 def environment(args) -> dict[str, str]:
     """The ``SAMPAN_HUB_*`` variables :class:`sampan.hub.config.HubSettings` reads; checks the arguments."""
+    from sampan.cli._servers import free_port
     from sampan.errors import bad_argument, check_int
     from sampan.hub.roster import check_username, read_roster
     from sampan.utils.io import data_home
@@ -61,7 +64,7 @@ def environment(args) -> dict[str, str]:
     for name in args.teacher.split(","):
         check_username(name, where="--teacher")
     env = {"SAMPAN_HUB_DIR": str(Path(args.dir).resolve() if args.dir else data_home() / "hub"),
-           "SAMPAN_HUB_IP": args.ip, "SAMPAN_HUB_PORT": str(args.port), "SAMPAN_HUB_TEACHER": args.teacher}
+           "SAMPAN_HUB_IP": args.ip, "SAMPAN_HUB_PORT": str(args.port or free_port()), "SAMPAN_HUB_TEACHER": args.teacher}
     if args.cull_timeout is not None:
         env["SAMPAN_HUB_CULL_TIMEOUT"] = str(check_int("--cull-timeout", args.cull_timeout))
     if args.roster:

@@ -9,10 +9,35 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from sampan.cli._args import port as port_type
 
 INDEX = "index.ipynb"
+# JupyterLab's defaults as Sampan's learners get them: no "notified about official Jupyter news?" question
+# (it covers the lesson on first start) and no update check. A learner's own settings still win.
+LAB_SETTINGS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+
+
+def install_lab_settings(prefix: str | os.PathLike = sys.prefix) -> Path:
+    """Writes :data:`LAB_SETTINGS` as ``<prefix>/share/jupyter/lab/settings/overrides.d/sampan.json``, the
+    place where JupyterLab reads the setting defaults that packages of its environment bring (beside the
+    user's own ``overrides.json``, left alone); ``sampan lab`` calls it before starting JupyterLab.
+
+    Example:
+        >>> install_lab_settings(tmp_prefix).name  # doctest: +SKIP
+        'sampan.json'
+    """
+    import json
+
+    from sampan.utils.io import atomic_write_text
+
+    path = Path(prefix, "share", "jupyter", "lab", "settings", "overrides.d", "sampan.json")
+    text = json.dumps(LAB_SETTINGS, indent=2) + "\n"
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+    return path
 
 
 def add_parser(subparsers) -> None:
@@ -58,6 +83,7 @@ def run(args) -> int:
         print(" ".join(cmd))
         return 0
     ensure_kernel()
+    install_lab_settings()
     print(f"Sampan lab: http://127.0.0.1:{port}/lab/tree/{INDEX}?token={token}", flush=True)
     sys.stdout.flush()
     sys.stderr.flush()

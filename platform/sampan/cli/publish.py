@@ -18,6 +18,8 @@ import argparse
 import os
 import sys
 
+from sampan.cli._args import port as port_type
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("publish", help="publish your notebook as a Voila dashboard in your gallery",
@@ -28,7 +30,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--list", action="store_true", help="list the published dashboards")
     parser.add_argument("--remove", metavar="NAME", default=None, help="remove a dashboard from the gallery")
     parser.add_argument("--serve", action="store_true", help="serve the gallery with Voila on 127.0.0.1")
-    parser.add_argument("--port", type=int, default=8867, help="port for --serve (the next free one when taken)")
+    parser.add_argument("--port", type=port_type, default=8867, help="port for --serve (the next free one when taken)")
     parser.add_argument("--dry-run", action="store_true", help="with --serve: print the command instead")
 
 

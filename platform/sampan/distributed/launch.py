@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
 
-    from sampan.distributed.watchdog import NOTES_ENV
+    from sampan.distributed.env import NOTES_ENV
 
     with tempfile.TemporaryDirectory(prefix="sampan-launch-") as notes:
         os.environ[NOTES_ENV] = notes

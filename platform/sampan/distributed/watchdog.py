@@ -26,9 +26,8 @@ from typing import Any, Iterator
 import torch.distributed as dist
 
 from sampan.callbacks.base import Callback
-from sampan.distributed.env import TIMEOUT_ENV, DistributedError, timeout_seconds
+from sampan.distributed.env import NOTES_ENV, TIMEOUT_ENV, DistributedError, timeout_seconds
 
-NOTES_ENV = "SAMPAN_LAUNCH_NOTES"  # a folder where `sampan launch` collects the diagnoses of its ranks
 _KEY = "sampan/watchdog/position/{rank}"
 _WAITED = "sampan/watchdog/waited/{rank}"
 _TIMEOUT_WORDS = ("timed out", "timeout", "time out")

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from typing import Any, Callable
 
 from sampan.callbacks.base import Callback
@@ -67,12 +68,14 @@ class _Writer:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._warned = False
+        self._pid: int | None = None
 
     def submit(self, job: Callable[[], Any]) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="sampan-experiments-writer", daemon=True)
                 self._thread.start()
+                self._pid = os.getpid()
         self._queue.put(job)
 
     def _loop(self) -> None:
@@ -116,9 +119,11 @@ def flush(timeout: float | None = None) -> bool:
 
 @atexit.register
 def _close_at_exit() -> None:
-    for rec in list(_open_runs.values()):  # a fit that raised never reached on_train_end
+    mine = [rec for rec in _open_runs.values() if rec._pid == os.getpid()]  # not a forked worker's copies
+    for rec in mine:  # a fit that raised never reached on_train_end
         rec._finish("FAILED")
-    flush(timeout=30)
+    if mine or _writer._pid == os.getpid():
+        flush(timeout=30)
 
 
 # ---------------------------------------------------------------- what a run records
@@ -152,12 +157,12 @@ def _optimizer_params(opt: Any) -> dict[str, Any]:
     return out
 
 
-_flops_cache: dict[int, int | None] = {}
+_flops_cache: "weakref.WeakKeyDictionary[Any, int | None]" = weakref.WeakKeyDictionary()
 
 
 def _flops(model: Any) -> int | None:
     """FLOPs of one sample's forward pass, when the model declares its inputs (computed once per network)."""
-    key = id(model.network)
+    key = model.network
     if key not in _flops_cache:
         try:
             import torch
@@ -248,6 +253,7 @@ class Recorder(Callback):
         self._active = False
         self._start_job: Callable[[], None] | None = None
         self._thread: int | None = None
+        self._pid = os.getpid()
         self._last_write = self._last_sample = 0.0
 
     @property
@@ -263,7 +269,7 @@ class Recorder(Callback):
         self._uri = store.check_writable()
         _close_stale(threading.get_ident())
         self._active, self._pending, self._run_id = True, [], None
-        self._thread = threading.get_ident()
+        self._thread, self._pid = threading.get_ident(), os.getpid()
         from sampan.experiments.sweeps import parent_run
 
         params = run_params(self.model, self.params, self.log_freq)

@@ -109,7 +109,8 @@ def check_optimizer_state(optimizer: torch.optim.Optimizer, saved: dict, saved_c
         problems.append(f"the checkpoint's optimizer is {saved_class}, the prepared one is {mine}")
     own_keys = {k for k in optimizer.param_groups[0] if k != "params"} if optimizer.param_groups else set()
     saved_keys = {k for k in groups[0] if k != "params"} if groups else set()
-    if groups and own_keys != saved_keys and not problems:
+    if groups and not saved_class and saved_keys - own_keys:  # an older checkpoint: judge by its settings
+        # (only settings the prepared optimizer lacks count: an older torch may save fewer of its own)
         problems.append(f"its settings differ from the prepared {mine}'s (checkpoint only: "
                         f"{sorted(saved_keys - own_keys)}; {mine} only: {sorted(own_keys - saved_keys)})")
     layout = [len(g["params"]) for g in groups]

@@ -114,6 +114,8 @@ def forward(state: LoopState, net: torch.nn.Module, inputs: list, labels: list, 
         check_specs(state.labels, labels, "labels")
         try:
             outputs = net(*inputs)
+        except torch.cuda.OutOfMemoryError:
+            raise  # not the batch's fault: torch's own message says what to do
         except (RuntimeError, TypeError, IndexError) as exc:
             raise explain_failure(exc, "forward pass", inputs, labels, step=0) from exc
         if state.loss is not None and labels:
@@ -124,6 +126,8 @@ def forward(state: LoopState, net: torch.nn.Module, inputs: list, labels: list, 
         return outputs, None
     try:
         return outputs, state.compute_loss(outputs, labels)
+    except torch.cuda.OutOfMemoryError:
+        raise
     except (RuntimeError, TypeError, IndexError, ValueError) as exc:
         raise explain_failure(exc, "loss", inputs, labels, step=step) from exc
 

@@ -407,6 +407,10 @@ class Model:
             self._input_hook.remove()
 
         def hook(_module, args):
+            from sampan.hapi.summary import running
+
+            if running():  # summary's example input is not data: wait for the first batch
+                return
             self._input_hook.remove()
             self._input_hook = None
             if args and all(isinstance(a, torch.Tensor) for a in args):

@@ -10,6 +10,7 @@ multiply-add counts as two FLOPs, as torch counts them), as ``sampan.pruning`` c
 from __future__ import annotations
 
 import numbers
+import threading
 from typing import Any, Sequence
 
 import torch
@@ -20,6 +21,12 @@ from sampan.utils.flops import count_flops, count_params
 from sampan.utils.modes import eval_mode
 
 _EXPECTED = "a shape such as (1, 1, 28, 28) (None or -1 for the batch), a list of shapes, or an InputSpec"
+_active = threading.local()
+
+
+def running() -> bool:
+    """True while a summary's example forward pass runs (so ``Model`` does not take it for data)."""
+    return getattr(_active, "depth", 0) > 0
 
 
 def _is_shape(value: Any) -> bool:
@@ -126,8 +133,9 @@ def _refusal(exc: Exception, failing: list[tuple[str, str]], sizes: Any, inputs:
     where = f"layer {failing[-1][0]!r} ({failing[-1][1]})" if failing else "the network's own forward code"
     return ValueError(
         f"summary: input_size={sizes!r} does not fit the network: {where} refused the input "
-        f"(example inputs of shape {_shape(inputs)}). torch said: {first}. HINT: give the shape one sample "
-        f"has in your Dataset, with the batch first, e.g. input_size=(1, 1, 28, 28) for 28x28 grey images.")
+        f"(example inputs of shape {_shape(inputs)}). torch said: {first}. HINT: give the shape (batch first) "
+        f"and dtype of your Dataset's samples, e.g. input_size=(1, 1, 28, 28) for 28x28 grey images, "
+        f"dtypes='int64' for token ids.")
 
 
 def summary(net: torch.nn.Module, input_size: Any = None, dtypes: Any = None, input: Any = None, *,
@@ -172,12 +180,14 @@ def summary(net: torch.nn.Module, input_size: Any = None, dtypes: Any = None, in
                 layers.append({"name": name, "type": type(mod).__name__, "output_shape": _shape(out),
                                "params": count_params(mod, recurse=False)})
             hooks += [module.register_forward_pre_hook(before), module.register_forward_hook(after)]
+    _active.depth = getattr(_active, "depth", 0) + 1
     try:
         with eval_mode(net):
             total_flops, per_module = count_flops(lambda: net(*inputs))
     except (RuntimeError, ValueError, TypeError, IndexError) as exc:
         raise _refusal(exc, running, input_size if input is None else _shape(input), inputs) from exc
     finally:
+        _active.depth -= 1
         for h in hooks:
             h.remove()
     prefix = type(net).__name__

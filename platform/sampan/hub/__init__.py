@@ -10,6 +10,8 @@ imports them inside functions: ``import sampan.hub`` stays cheap and headless.
 - :mod:`sampan.hub.progress_store`: the teacher dashboard's SQLite store of progress events.
 - :mod:`sampan.hub.service`: the teacher dashboard, a JupyterHub service behind hub login.
 - :mod:`sampan.hub.client`: a learner's server posts progress events to that service.
+- :mod:`sampan.hub.auth`, :mod:`sampan.hub.spawner`: the authenticator and spawner (loaded by JupyterHub only).
+- :mod:`sampan.hub.bench`: the 20-learner rush (``python -m sampan.hub.bench``).
 
 Example:
     >>> from sampan.hub import gallery

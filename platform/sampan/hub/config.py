@@ -137,7 +137,8 @@ def services(s: HubSettings) -> list[dict]:
          "oauth_client_allowed_scopes": sorted(CUSTOM_SCOPES),
          "environment": {"SAMPAN_PROGRESS_DB": str(s.hub_dir / "progress.sqlite"),
                          "SAMPAN_HUB_USERS": str(s.hub_dir / "users")}},
-        {"name": CULLER, "command": culler, "environment": {"SAMPAN_HUB_PUBLIC_URL": s.public_url}},
+        {"name": CULLER, "command": culler, "environment": {"SAMPAN_HUB_PUBLIC_URL": s.public_url,
+                                                            "SAMPAN_HUB_USERS": str(s.hub_dir / "users")}},
     ]
 
 

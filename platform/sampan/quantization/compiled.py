@@ -83,10 +83,26 @@ class Int8Compiled(nn.Module):
         super().__init__()
         self.module, self.flow, self.max_autotune = module, flow, max_autotune
         self._compiled = torch.compile(module, dynamic=False, backend=_Int8Backend(max_autotune))
+        self._shapes: set[tuple] = set()
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         with torch.no_grad():  # freezing folds the weights only in an inference graph
-            return self._compiled(*args, **kwargs)
+            shapes = tuple((a.shape, a.dtype) for a in args if isinstance(a, torch.Tensor))
+            if shapes in self._shapes:
+                from torch._dynamo.utils import counters
+
+                graphs = counters["stats"]["unique_graphs"]
+                out = self._compiled(*args, **kwargs)
+                if counters["stats"]["unique_graphs"] == graphs:
+                    return out
+                # it compiled after all (torch.compile's caches were reset), so without freezing: again
+                self._compiled = torch.compile(self.module, dynamic=False, backend=_Int8Backend(self.max_autotune))
+            # a new shape compiles; Dynamo reads `freezing` while it captures (weights as constants,
+            # not inputs). The patch costs ~50 us, so only calls that may compile pay it.
+            with torch._inductor.config.patch(freezing=True):
+                out = self._compiled(*args, **kwargs)
+            self._shapes.add(shapes)
+            return out
 
     def int8_kernels(self, *example_inputs: Any) -> list[str]:
         """Compiles afresh for ``example_inputs`` and lists the int8 kernels in inductor's generated code.
@@ -112,12 +128,8 @@ class Int8Compiled(nn.Module):
 
 
 class _Int8Backend:
-    """Inductor with freezing (and max-autotune) switched on while it compiles, and only then.
-
-    Inductor reads these settings from its global config during compilation; setting them inside the
-    backend (called once per new input shape) costs nothing per call, where a patch around every
-    call cost tens of microseconds, a third of the MLP's int8 latency at batch 1.
-    """
+    """Inductor with max-autotune (and freezing) switched on while it compiles, and only then: set
+    inside the backend (called once per new input shape) they cost nothing per call."""
 
     def __init__(self, max_autotune: bool):
         self.options = {"freezing": True, "max_autotune": max_autotune, "force_fuse_int_mm_with_mul": True}

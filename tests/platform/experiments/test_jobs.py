@@ -38,27 +38,25 @@ def test_a_job_runs_the_notebook_with_its_parameters_and_keeps_its_outputs(sleep
     assert "started" in capsys.readouterr().out
 
 
-def test_cancel_stops_the_process_and_its_kernel(sleeper, fresh_store, capsys):
-    job = ex.submit(sleeper, {"seconds": 120})
-    _wait_for(lambda: "started" in job.logs())
-    procs = [psutil.Process(job.pid), *psutil.Process(job.pid).children(recursive=True)]
-    assert main(["job", "cancel", job.id[:12]]) == 0
-    assert f"job {job.id}: cancelled" in capsys.readouterr().out
+def test_cancelled_and_killed_jobs_are_marked_not_left_running(sleeper, fresh_store, capsys):
+    cancelled, killed = ex.submit(sleeper, {"seconds": 120}), ex.submit(sleeper)  # both run at once
+    _wait_for(lambda: "started" in cancelled.logs() and "started" in killed.logs())
+    # cancel: the job's process and its kernel (papermill started it in a session of its own) stop
+    procs = [psutil.Process(cancelled.pid), *psutil.Process(cancelled.pid).children(recursive=True)]
+    assert main(["job", "cancel", cancelled.id[:12]]) == 0
+    assert f"job {cancelled.id}: cancelled" in capsys.readouterr().out
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
-    assert get_job(job.id).status == "cancelled"
-    assert ex.client().get_run(job.run_id).info.status == "KILLED"
-
-
-def test_a_killed_job_is_marked_killed_not_left_running(sleeper, fresh_store, capsys):
-    job = ex.submit(sleeper)
-    _wait_for(lambda: "started" in job.logs())
-    kernel = psutil.Process(job.pid).children(recursive=True)
-    os.kill(job.pid, signal.SIGKILL)
-    _wait_for(lambda: get_job(job.id).status != "running", timeout=10)
+    assert get_job(cancelled.id).status == "cancelled"
+    assert ex.client().get_run(cancelled.run_id).info.status == "KILLED"
+    # killed from outside: the next look at the jobs marks it
+    kernel = psutil.Process(killed.pid).children(recursive=True)
+    os.kill(killed.pid, signal.SIGKILL)
+    _wait_for(lambda: get_job(killed.id).status != "running", timeout=10)
     assert main(["job", "list"]) == 0
-    assert f"{job.id}  killed" in capsys.readouterr().out
-    assert get_job(job.id).error["ename"] == "Killed"
-    assert ex.client().get_run(job.run_id).info.status == "KILLED"
+    out = capsys.readouterr().out
+    assert f"{killed.id}  killed" in out and f"{cancelled.id}  cancelled" in out
+    assert get_job(killed.id).error["ename"] == "Killed"
+    assert ex.client().get_run(killed.run_id).info.status == "KILLED"
     for proc in kernel:  # the orphaned kernel notices its parent is gone (ipykernel's parent poller)
         proc.wait(timeout=30)
 

@@ -62,6 +62,7 @@ def test_function_sweep_records_trials_prunes_and_survives_a_failing_trial(fresh
     assert len(children) == sum(t.params["width"] != 3 for t in trials)
 
 
+@pytest.mark.slow
 def test_two_notebook_workers_on_one_sqlite_store_lose_nothing(fit_notebook, fresh_store):
     handle = ex.sweep(fit_notebook, {"lr": "0.01:0.5:log", "width": "4,8"}, trials=2, jobs=2, pruner="none")
     trials = handle.wait(timeout=600).trials()
@@ -87,3 +88,17 @@ def test_failing_notebook_trial_is_recorded_with_its_cell_and_the_sweep_goes_on(
         assert run.data.tags["sampan.error"] == "ValueError: this trial was asked to fail"
         assert run.data.tags["sampan.failed_cell"] == "2"  # the injected parameters cell comes first
         assert "raise ValueError" in run.data.tags["sampan.failed_source"]
+
+
+def test_sweep_command_refuses_bad_parameters_before_anything_runs(fit_notebook, fresh_store, data_home, capsys):
+    from sampan.cli import main
+
+    assert main(["sweep", str(fit_notebook), "-p", "lr=1e-3:1e-1:log", "-p", "momentum=0:0.9"]) == 2
+    err = capsys.readouterr().err
+    assert "'momentum', which it does not define; it defines: lr, width, fail" in err
+    assert main(["sweep", str(fit_notebook), "-p", "lr=1e-3:"]) == 2
+    err = capsys.readouterr().err
+    assert "Expected `lr` to be a sweep range" in err and "LOW:HIGH:log" in err and "Received: lr='1e-3:'" in err
+    assert main(["sweep", str(fit_notebook), "-p", "lr"]) == 2
+    assert "Expected `-p` to be KEY=VALUE" in capsys.readouterr().err
+    assert not (data_home / "sweeps").exists()

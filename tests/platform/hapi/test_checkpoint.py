@@ -217,3 +217,18 @@ def test_files_that_are_not_checkpoints_never_get_the_advice_to_load_unsafely(tm
     net = torch.nn.Linear(2, 2)
     torch.save(net.state_dict(), tmp_path / "bare.pt")
     assert torch.equal(read_state_dict(tmp_path / "bare.pt")["weight"], net.weight)
+
+
+def test_a_checkpoint_of_the_same_optimizer_from_an_older_torch_still_loads(blobs, mlp, tmp_path):
+    model, _ = build(mlp)
+    model.fit(blobs[0], epochs=1, verbose=0)
+    payload = torch.load(model.save(tmp_path / "ckpt"), weights_only=True)
+    for group in payload["optimizer"]["param_groups"]:  # a setting this torch has and an older one lacked
+        group.pop("decoupled_weight_decay")
+    for drop_class in (False, True):
+        if drop_class:
+            del payload["optimizer_class"]
+        torch.save(payload, tmp_path / "older.pt")
+        other, _ = build(mlp, seed=2)
+        other.load(tmp_path / "older")
+        assert other.global_step == model.global_step and other._optimizer.state_dict()["state"]

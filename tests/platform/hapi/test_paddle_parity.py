@@ -154,6 +154,7 @@ def test_summary_errors_name_the_argument_and_the_layer():
 
 def test_save_for_inference_infers_the_spec_from_the_data_seen(blobs, mlp, tmp_path):
     model = prepared(mlp())
+    model.summary((1, 16))  # an example input, not data: it must not become the spec
     with pytest.raises(ValueError, match=r"Expected `inputs` to be InputSpecs for model.save\(path, training=False\)"):
         model.save(tmp_path / "net", training=False)
     model.fit(blobs[0], epochs=1, batch_size=64, verbose=0)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sampan.hub.config import HubSettings, roles
+from sampan.hub.config import SERVICE_BOOT, HubSettings, roles
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SCHEMA = json.loads((Path(__file__).with_name("z2jh_values_keys.json")).read_text())["schema"]
@@ -57,6 +57,10 @@ def test_profiles_cover_cpu_shared_and_full_gpu(values):
         assert set(profile.get("kubespawner_override", {})) <= KUBESPAWNER_TRAITS
     gpus = [p["kubespawner_override"]["extra_resource_limits"]["nvidia.com/gpu"] for p in profiles[1:]]
     assert [p["display_name"] for p in profiles] == ["CPU", "Shared GPU", "Full GPU"] and gpus == ["1", "1"]
+
+
+def test_kubernetes_services_start_like_the_one_machine_services(values):
+    assert values["hub"]["services"]["progress"]["command"] == ["python3", "-c", SERVICE_BOOT]
 
 
 def test_kubernetes_roles_are_the_one_machine_roles(values):

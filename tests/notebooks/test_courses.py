@@ -86,6 +86,8 @@ QUICK_RANGES: dict[str, dict[str, tuple]] = {
         "textcnn_acc": (0.84, 0.95),
         "beats_char_tfidf": (True, True),  # the bar: above the TF-IDF baseline on the same characters
         "gap_to_bigram_tfidf": (-0.025, None),  # level with TF-IDF on bigrams, within the test set's noise
+        "textcnn_random_acc": (0.65, 0.84),  # the control: the same TextCNN with random embeddings
+        "pretrained_gain_points": (3.0, None),  # what the PPMI embeddings add (about 9 points in quick mode)
         "exercise_predict_sentiment": (True, True),
     },
     "02-intermediate/transfer_learning_defects": {

@@ -60,3 +60,30 @@ def test_a_filter_narrows_the_runs(three_runs, recorder):
     assert [r.name for r in view.runs] == ["lr-0.05"]
     assert "0 of " in view._table.value
     view.close()
+
+
+def test_the_view_follows_a_running_sweep(monkeypatch, blobs, mlp, recorder):
+    import time
+
+    from sampan_widgets import RunCompare
+
+    monkeypatch.setenv("SAMPAN_EXPERIMENT", f"compare-sweep-{uuid.uuid4().hex[:8]}")
+
+    def train(lr):
+        net = mlp()
+        model = sampan.Model(net)
+        model.prepare(torch.optim.SGD(net.parameters(), lr), torch.nn.CrossEntropyLoss(), sampan.metric.Accuracy())
+        model.fit(blobs[0], blobs[1], epochs=2, batch_size=64, verbose=0)
+        return model.evaluate(blobs[1], verbose=0)["acc"]
+
+    handle = ex.sweep(train, {"lr": "0.01:0.5:log"}, trials=3, pruner="none")
+    view = RunCompare(f"tags.`sampan.sweep` = '{handle.name}' and tags.`sampan.kind` = 'trial'", metric="eval_acc",
+                      sweep=handle, refresh_s=0.2)
+    handle.wait(timeout=120)
+    deadline = time.monotonic() + 30
+    while len(view.runs) < 3 or any(r.status == "RUNNING" for r in view.runs):
+        assert time.monotonic() < deadline, [r.status for r in view.runs]
+        time.sleep(0.2)
+    assert sorted(r.params["lr"] for r in view.runs) == sorted(str(t.params["lr"]) for t in handle.trials())
+    assert "optimizer" not in view._table.value and "lr" in view._table.value  # trial runs: the swept values
+    view.close()

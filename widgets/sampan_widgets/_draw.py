@@ -17,9 +17,19 @@ def new_figure(width: float = 6.4, height: float = 3.0, dpi: int = 100):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    _cjk_labels()
     fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def _cjk_labels(done: list[bool] = []) -> None:  # noqa: B006 (once per process)
+    """Chinese labels draw with an installed CJK font (sampan.utils.fonts), checked once per process."""
+    if not done:
+        from sampan.utils.fonts import use_cjk_font
+
+        use_cjk_font(warn=False)
+        done.append(True)
 
 
 def to_png(fig) -> bytes:

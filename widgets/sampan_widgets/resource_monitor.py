@@ -75,7 +75,8 @@ class ResourceMonitor(MonitorCallback, Drawn):
     and stops at train end if it started there. Closing the widget stops the thread.
 
     Args:
-        interval: seconds between samples.
+        interval: seconds between samples (default 1: like ``nvidia-smi -l 1``; each sample is a moment of
+            Python work beside the training, so a lower rate costs the training less).
         window: seconds of history drawn in the chart.
         gpu: sample GPUs.
         leak_check, leak_options, probe_interval: see :class:`sampan.monitor.MonitorCallback`.
@@ -85,7 +86,7 @@ class ResourceMonitor(MonitorCallback, Drawn):
         >>> # display(monitor); model.fit(train, callbacks=[monitor]); monitor.to_dataframe()
     """
 
-    def __init__(self, interval: float = 0.5, *, window: float = 120.0, gpu: bool = True, leak_check: bool = True,
+    def __init__(self, interval: float = 1.0, *, window: float = 120.0, gpu: bool = True, leak_check: bool = True,
                  leak_options: dict | None = None, probe_interval: float = 0.1,
                  max_samples: int = 100_000) -> None:
         super().__init__(ResourceSampler(interval, gpu=gpu, max_samples=max_samples), leak_check=leak_check,

@@ -59,3 +59,48 @@ def positive_seconds(text: str) -> float:
             "--timeout", text, "a number of seconds greater than 0", "pass --timeout 600, or leave it out to use "
             "each lesson's timeout from path.yaml"))
     return value
+
+
+def language(text: str) -> str:
+    """A course language for ``--lang``: ``en`` or ``zh`` (``zh-CN``/``zh_CN`` read as ``zh``).
+
+    Example:
+        >>> language("zh-CN")
+        'zh'
+        >>> language("fr")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: Expected `--lang` to be one of en, zh. Received: --lang='fr'. ...
+    """
+    from sampan.path.lang import normalize_language
+
+    try:
+        return normalize_language(text, "--lang")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_lang_argument(parser: argparse.ArgumentParser) -> None:
+    """Adds ``--lang en|zh`` to ``parser``; its default follows the locale (``LANG``/``LC_ALL``/``LC_MESSAGES``
+    starting with ``zh`` give ``zh``) and ``$SAMPAN_LANG``, read when the command runs.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_lang_argument(parser)
+        >>> parser.parse_args(["--lang", "zh"]).lang
+        'zh'
+    """
+    parser.add_argument("--lang", type=language, default=None, metavar="{en,zh}",
+                        help="language of the course, UI and reports (default: from the locale, LANG=zh_CN.UTF-8 → zh)")
+
+
+def chosen_language(args: argparse.Namespace) -> str:
+    """``args.lang``, or the locale's language when ``--lang`` was not given.
+
+    Example:
+        >>> chosen_language(argparse.Namespace(lang="zh"))
+        'zh'
+    """
+    from sampan.path.lang import default_language
+
+    return getattr(args, "lang", None) or default_language()

@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from sampan.cli._args import port as port_type
+from sampan.cli._args import add_lang_argument, chosen_language, port as port_type
 
 
 def dashboards() -> dict[str, Path]:
@@ -36,6 +36,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--open", action="store_true", help="open a web browser")
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     parser.add_argument("--token", default=None, help=argparse.SUPPRESS)  # refused: see _servers.refuse_token_argument
+    add_lang_argument(parser)
 
 
 def command(notebook: Path, *, port: int, open_browser: bool = False) -> list[str]:
@@ -76,10 +77,19 @@ def run(args) -> int:
         print(f"sampan dashboard: {msg}", file=sys.stderr)
         return 2
     port = free_port(args.port)
-    cmd = command(found[args.name], port=port, open_browser=args.open)
+    notebook, lang = found[args.name], chosen_language(args)
+    if lang != "en":  # the dashboard built in that language, beside the built course
+        from sampan.path.lang import built_course_dir
+
+        notebook = built_course_dir(lang) / "dashboards" / notebook.name
+    cmd = command(notebook, port=port, open_browser=args.open)
     if args.dry_run:
         print(" ".join(cmd))
         return 0
+    if lang != "en":
+        from sampan.path.lang import build_file
+
+        build_file(found[args.name], notebook, lang)
     ensure_kernel()
     token = new_token("SAMPAN_DASHBOARD_TOKEN")
     print(f"Sampan dashboard {args.name}: http://127.0.0.1:{port}/?token={token}", flush=True)

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from sampan.cli._args import port as port_type
+from sampan.cli._args import add_lang_argument, chosen_language, port as port_type
 
 INDEX = "index.ipynb"
 # JupyterLab's defaults as Sampan's learners get them: no "notified about official Jupyter news?" question
@@ -47,13 +47,52 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--token", default=None, help=argparse.SUPPRESS)  # refused: see _servers.refuse_token_argument
     parser.add_argument("--no-browser", action="store_true", help="do not open a web browser")
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    add_lang_argument(parser)
 
 
-def command(*, port: int, open_browser: bool) -> list[str]:
-    """The ``jupyter lab`` command line ``sampan lab`` runs (the token goes in the environment: ``server_env``)."""
+# JupyterLab's own setting for its UI language (the language pack jupyterlab-language-pack-zh-CN brings zh_CN)
+TRANSLATION_PLUGIN = "@jupyterlab/translation-extension:plugin"
+LAB_LOCALES = {"zh": "zh_CN"}
+
+
+def lang_settings_dir(lang: str) -> Path:
+    """The JupyterLab user-settings folder of a ``sampan lab --lang`` launch other than English:
+    ``<data home>/lab/<lang>/user-settings``, seeded with the UI locale (the learner's later changes stay).
+
+    Example:
+        >>> lang_settings_dir("zh").parts[-3:]  # doctest: +SKIP
+        ('lab', 'zh', 'user-settings')
+    """
+    from sampan.utils.io import data_home
+
+    return data_home() / "lab" / lang / "user-settings"
+
+
+def install_lang_settings(lang: str) -> Path:
+    """Writes the UI locale into :func:`lang_settings_dir` unless the learner already has a language setting there."""
+    import json
+
+    from sampan.utils.io import atomic_write_text
+
+    package, plugin = TRANSLATION_PLUGIN.split(":")
+    path = lang_settings_dir(lang) / package / f"{plugin}.jupyterlab-settings"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps({"locale": LAB_LOCALES[lang]}, indent=2) + "\n")
+    return path
+
+
+def command(*, port: int, open_browser: bool, lang: str = "en") -> list[str]:
+    """The ``jupyter lab`` command line ``sampan lab`` runs (the token goes in the environment: ``server_env``).
+
+    In English it serves ``notebooks/``; in another language the course built in that language
+    (:func:`sampan.path.lang.built_course_dir`) with JupyterLab's UI in that language.
+    """
     from sampan.cli._servers import notebooks_dir
+    from sampan.path.lang import built_course_dir
 
-    root = notebooks_dir()
+    root = notebooks_dir() if lang == "en" else built_course_dir(lang)
+    localized = [] if lang == "en" else [f"--LabApp.user_settings_dir={lang_settings_dir(lang)}"]
     return [
         sys.executable, "-m", "jupyterlab",
         f"--ServerApp.root_dir={root}",
@@ -63,6 +102,7 @@ def command(*, port: int, open_browser: bool) -> list[str]:
         f"--LabApp.default_url=/lab/tree/{INDEX}",
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        *localized,
         *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),  # containers run as root
     ]
 
@@ -74,8 +114,9 @@ def run(args) -> int:
         return refuse_token_argument("lab", "SAMPAN_LAB_TOKEN")
     token = new_token("SAMPAN_LAB_TOKEN")
     port = free_port(args.port)
+    lang = chosen_language(args)
     try:
-        cmd = command(port=port, open_browser=not args.no_browser)
+        cmd = command(port=port, open_browser=not args.no_browser, lang=lang)
     except FileNotFoundError as exc:
         print(f"sampan lab: {exc}", file=sys.stderr)
         return 2
@@ -84,6 +125,12 @@ def run(args) -> int:
         return 0
     ensure_kernel()
     install_lab_settings()
+    if lang != "en":
+        from sampan.cli._servers import notebooks_dir
+        from sampan.path.lang import build_course, built_course_dir
+
+        build_course(lang, built_course_dir(lang), notebooks_dir())
+        install_lang_settings(lang)
     print(f"Sampan lab: http://127.0.0.1:{port}/lab/tree/{INDEX}?token={token}", flush=True)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sampan.cli._args import positive_seconds
+from sampan.cli._args import add_lang_argument, chosen_language, positive_seconds
 
 
 def add_parser(subparsers) -> None:
@@ -19,7 +19,8 @@ def add_parser(subparsers) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--manifest", default=None, help="the path.yaml to use (default notebooks/path.yaml)")
     sub = parser.add_subparsers(dest="path_command", metavar="ACTION")
-    sub.add_parser("list", help="show stages, lessons, estimated time and your progress")
+    listing = sub.add_parser("list", help="show stages, lessons, estimated time and your progress")
+    add_lang_argument(listing)
     sub.add_parser("index", help="rewrite the lesson listing in notebooks/index.ipynb from path.yaml")
     run = sub.add_parser("run", help="execute lessons with papermill and write report.html / report.json")
     run.add_argument("--stage", default=None, help="only this stage (beginner, intermediate, advanced)")
@@ -32,6 +33,7 @@ def add_parser(subparsers) -> None:
     run.add_argument("--seed", type=int, default=None, help="SEED injected into every lesson")
     run.add_argument("--data-dir", default=None, help="DATA_DIR / SAMPAN_DATA for the lessons")
     run.add_argument("--kernel", default=None, help="kernel to run the lessons in (default: the one they name)")
+    add_lang_argument(run)
 
 
 def run(args) -> int:
@@ -55,21 +57,26 @@ def run(args) -> int:
 def _list(args) -> int:
     from sampan.path import load_path, load_progress
 
+    from sampan.path.lang import lesson_title
+    from sampan.path.report import message
+
+    lang = chosen_language(args)
     path = load_path(args.manifest)
     progress = load_progress()
     total = len(path.lessons)
     done = sum(1 for x in path.lessons if progress.get(x.id, {}).get("status") == "passed")
-    print(f"{path.title}: {done}/{total} lessons done   (manifest {path.file})")
+    print(message("list_header", lang, title=path.text("title", lang), done=done, total=total, file=path.file))
     for stage in path.stages:
         minutes = sum(x.minutes["full"] for x in stage.lessons)
-        print(f"\n{stage.title}  [{stage.id}]  ~{minutes:g} min")
+        print(f"\n{stage.text('title', lang)}  [{stage.id}]  ~{minutes:g} min")
         if not stage.lessons:
-            print("    (no lessons yet)")
+            print("    " + message("no_lessons", lang))
         for lesson in stage.lessons:
             entry = progress.get(lesson.id, {})
             mark = {"passed": "✔", "failed": "✘"}.get(entry.get("status"), "·")
-            req = f"  after {', '.join(lesson.requires)}" if lesson.requires else ""
-            print(f"  {mark} {lesson.id:32s} {lesson.minutes['full']:>4g} min  {lesson.relative_notebook(path.root)}{req}")
+            req = "  " + message("after", lang, lessons=", ".join(lesson.requires)) if lesson.requires else ""
+            print(f"  {mark} {lesson.id:32s} {lesson.minutes['full']:>4g} min  {lesson.relative_notebook(path.root)}"
+                  f"  {lesson_title(lesson, lang)}{req}")
     return 0
 
 
@@ -78,7 +85,7 @@ def _run(args) -> int:
 
     report = run_path(stage=args.stage, lesson=args.lesson, quick=args.quick, output_dir=args.output,
                       keep_going=args.keep_going, manifest=args.manifest, data_dir=args.data_dir, seed=args.seed,
-                      timeout=args.timeout, kernel_name=args.kernel, progress=True)
+                      timeout=args.timeout, kernel_name=args.kernel, progress=True, lang=chosen_language(args))
     for result in report.lessons:
         mark = {"passed": "✔", "failed": "✘", "skipped": "-", "not_run": "·"}[result.status]
         line = f"{mark} {result.lesson:32s} {result.status:8s} {result.duration_s:7.1f} s"

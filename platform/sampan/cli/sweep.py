@@ -31,13 +31,15 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     from sampan.errors import SampanError
     from sampan.experiments.space import parse_assignments
+    from sampan.experiments.store import tracking_uri
     from sampan.experiments.sweeps import sweep
 
     try:
         space = parse_assignments(args.param, "-p")
         handle = sweep(args.notebook, space, trials=args.trials, jobs=args.jobs, metric=args.metric,
                        direction=args.direction, pruner=args.pruner, name=args.name, kernel=args.kernel)
-        print(f"sweep {handle.name}: {args.trials} trials on {args.jobs} worker(s); store {handle.storage}")
+        print(f"sweep {handle.name}: {args.trials} trials on {args.jobs} worker(s); study in {handle.storage}, "
+              f"runs in {tracking_uri()}")
         handle.wait()
     except (SampanError, ValueError, FileNotFoundError) as exc:
         print(f"sampan sweep: {exc}", file=sys.stderr)

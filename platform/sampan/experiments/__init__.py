@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from sampan.experiments.recorder import Recorder, disable, enable, flush, is_enabled
+from sampan.experiments.recorder import Recorder, disable, enable, flush, is_enabled, last_run_id, log_artifact
 from sampan.experiments.store import StoreError, client, search_runs, tracking_uri
 
 __all__ = [
@@ -25,7 +25,9 @@ __all__ = [
     "enable",
     "flush",
     "is_enabled",
+    "last_run_id",
     "list_jobs",
+    "log_artifact",
     "search_runs",
     "submit",
     "sweep",

@@ -275,7 +275,9 @@ class Recorder(Callback):
         params = run_params(self.model, self.params, self.log_freq)
         tags = run_tags({**({"mlflow.parentRunId": parent_run()} if parent_run() else {}), **self.tags})
         _open_runs[id(self)] = self
-        self._start_job = lambda: self._start(params, tags)
+        _last[:] = [self]
+        experiment = self.experiment or os.environ.get(store.EXPERIMENT_ENV) or store.DEFAULT_EXPERIMENT
+        self._start_job = lambda: self._start(params, tags, experiment)  # settings as they are now, not later
         self._last_write = self._last_sample = time.monotonic()
 
     def on_train_batch_end(self, step, logs=None):
@@ -328,11 +330,11 @@ class Recorder(Callback):
         _writer.submit(lambda: self._end(artifacts, status))
 
     # the writer thread's side
-    def _start(self, params: dict, tags: dict) -> None:
+    def _start(self, params: dict, tags: dict, experiment: str) -> None:
         from mlflow.entities import Param
 
         client = store.client(self._uri)
-        run = client.create_run(store.experiment_id(self.experiment, self._uri), run_name=self.run_name, tags=tags)
+        run = client.create_run(store.experiment_id(experiment, self._uri), run_name=self.run_name, tags=tags)
         self._run_id = run.info.run_id
         client.log_batch(self._run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
 
@@ -353,6 +355,43 @@ class Recorder(Callback):
         for path in artifacts:
             client.log_artifact(self._run_id, str(path), artifact_path="checkpoints")
         client.set_terminated(self._run_id, status=status)
+
+
+def last_run_id() -> str | None:
+    """The run of the latest ``fit`` recorded in this process (waits for its writes)."""
+    rec = _last[0] if _last else None
+    return rec.run_id if rec is not None else None
+
+
+def log_artifact(path: str | os.PathLike, *, run_id: str | None = None, folder: str = "exports") -> str:
+    """Keeps a file (an export, a report) with a run: by default the latest ``fit`` of this process.
+
+    Args:
+        path: the file or folder to copy into the run's artifacts.
+        run_id: the run (default :func:`last_run_id`).
+        folder: the folder inside the run's artifacts.
+
+    Returns:
+        The run id.
+
+    Example:
+        >>> model.save("lenet", training=False)  # doctest: +SKIP
+        >>> log_artifact("lenet.pt2")  # doctest: +SKIP
+    """
+    from sampan.errors import bad_argument
+
+    run_id = run_id or last_run_id()
+    if run_id is None:
+        raise ValueError(bad_argument("run_id", run_id, "a run id, or a recorded fit earlier in this process",
+                                      "call model.fit first, or pass run_id=..."))
+    if not os.path.exists(path):
+        raise FileNotFoundError(bad_argument("path", str(path), "an existing file or folder"))
+    client = store.client()
+    (client.log_artifacts if os.path.isdir(path) else client.log_artifact)(run_id, str(path), folder)
+    return run_id
+
+
+_last: list = []
 
 
 def _close_stale(thread: int) -> None:

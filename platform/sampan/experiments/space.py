@@ -57,7 +57,8 @@ def parse_spec(name: str, spec: Any) -> dict:
 
 
 def _bad(name: str, spec: Any, rule: str | None = None) -> str:
-    return bad_argument(f"{name}", spec, f"a sweep range of one of these forms: {FORMS}" + (f" ({rule})" if rule else ""),
+    expected = f"a sweep range of one of these forms: {FORMS}" + (f" ({rule})" if rule else "")
+    return bad_argument(name, spec, expected,
                         f"write e.g. -p {name}=1e-4:1e-1:log or -p {name}=32,64")
 
 

@@ -97,11 +97,11 @@ def _make_reporter(trial: Any, metric: str) -> Callable:
 
 
 # ---------------------------------------------------------------- one trial
-def _trial_run(study_name: str, trial: Any, params: dict, target: str):
+def _trial_run(study_name: str, trial: Any, params: dict, target: str, experiment: str | None):
     from mlflow.entities import Param
 
     client = store.client()
-    run = client.create_run(store.experiment_id(), run_name=f"{study_name}-trial-{trial.number}",
+    run = client.create_run(store.experiment_id(experiment), run_name=f"{study_name}-trial-{trial.number}",
                             tags={"sampan.kind": "trial", "sampan.sweep": study_name, "sampan.trial": str(trial.number),
                                   "sampan.source": target, "mlflow.source.name": target})
     client.log_batch(run.info.run_id, params=[Param(k, str(v)) for k, v in params.items()])
@@ -126,7 +126,7 @@ def _objective(cfg: dict) -> Callable:
 
     def objective(trial: "optuna.Trial") -> float:
         params = suggest(trial, space)
-        client, run_id = _trial_run(cfg["study"], trial, params, cfg["target"])
+        client, run_id = _trial_run(cfg["study"], trial, params, cfg["target"], cfg.get("experiment"))
         status, value, error = "FAILED", None, None
         try:
             if cfg.get("fn") is not None:
@@ -219,7 +219,8 @@ def _notebook_value(out: Path, metric: str, run_id: str, number: int) -> float:
     records = collect_records(out)
     if isinstance(records.get(metric), (int, float)):
         return float(records[metric])
-    children = store.search_runs(f"tags.mlflow.parentRunId = '{run_id}'", max_results=1)
+    children = store.search_runs(f"tags.mlflow.parentRunId = '{run_id}'", max_results=1,
+                                 experiment=os.environ.get(store.EXPERIMENT_ENV))
     if children and metric in children[0].data.metrics:
         return float(children[0].data.metrics[metric])
     raise TrialFailed(f"trial {number}: no value of {metric!r}",
@@ -238,7 +239,7 @@ def check_notebook_space(notebook: str | os.PathLike, space: dict) -> dict:
     defined = pm.inspect_notebook(str(path))
     if not defined:
         raise ValueError(f"The notebook {path} has no cell tagged `parameters`, so a sweep cannot set {sorted(space)}. "
-                         f"HINT: tag the cell that assigns them with `parameters` (JupyterLab: the property inspector).")
+                         f"HINT: tag the cell that assigns them with `parameters` (JupyterLab: property inspector).")
     unknown = [name for name in space if name not in defined]
     if unknown:
         raise ValueError(f"Expected every sweep parameter to be defined in the `parameters` cell of {path.name}. "
@@ -257,8 +258,10 @@ class Sweep:
         metric, direction: what the trials optimise.
     """
 
-    def __init__(self, name: str, storage: str, metric: str, direction: str, workers: list) -> None:
+    def __init__(self, name: str, storage: str, metric: str, direction: str, workers: list,
+                 experiment: str | None = None) -> None:
         self.name, self.storage, self.metric, self.direction = name, storage, metric, direction
+        self.experiment = experiment
         self._workers = workers
 
     @property
@@ -289,7 +292,8 @@ class Sweep:
 
     def runs(self) -> list:
         """The trials' MLflow runs."""
-        return store.search_runs(f"tags.`sampan.sweep` = '{self.name}' and tags.`sampan.kind` = 'trial'")
+        return store.search_runs(f"tags.`sampan.sweep` = '{self.name}' and tags.`sampan.kind` = 'trial'",
+                                 experiment=self.experiment)
 
     @property
     def best_params(self) -> dict:
@@ -350,6 +354,7 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
     optuna.create_study(study_name=name, storage=_storage(storage), direction=direction, load_if_exists=True,
                         pruner=_pruner(pruner))
     cfg = {"study": name, "storage": storage, "space": space, "metric": metric, "pruner": pruner,
+           "experiment": os.environ.get(store.EXPERIMENT_ENV) or store.DEFAULT_EXPERIMENT,
            "target": getattr(target, "__qualname__", str(target)), "kernel": kernel,
            "out_dir": str(sweeps_dir() / name), "cwd": str(Path(target).parent) if not is_fn else None}
     Path(cfg["out_dir"]).mkdir(parents=True, exist_ok=True)
@@ -359,7 +364,7 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
         workers[0].start()
     else:
         workers = [_spawn_worker(cfg, share, i) for i, share in enumerate(_shares(trials, jobs))]
-    handle = Sweep(name, storage, metric, direction, workers)
+    handle = Sweep(name, storage, metric, direction, workers, cfg["experiment"])
     return handle.wait() if wait else handle
 
 

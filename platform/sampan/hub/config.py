@@ -30,6 +30,12 @@ from pathlib import Path
 from sampan.hub.roster import by_role, read_roster
 
 SERVICE = "progress"
+# The progress service needs only the standard library, tornado and JupyterHub, but `python -m
+# sampan.hub.service` would first run sampan/__init__ (which imports torch: seconds, ~0.5 GiB), and
+# JupyterHub gives a managed service about ten seconds to answer. The service's command skips it.
+SERVICE_BOOT = ("import importlib.util, sys, types; pkg = types.ModuleType('sampan'); "
+                "pkg.__path__ = list(importlib.util.find_spec('sampan').submodule_search_locations); "
+                "sys.modules['sampan'] = pkg; from sampan.hub.service import main; main()")
 CULLER = "idle-culler"
 CUSTOM_SCOPES = {
     "custom:progress:read": {"description": "Read every learner's progress on the teacher dashboard."},
@@ -133,7 +139,7 @@ def services(s: HubSettings) -> list[dict]:
               f"--cull-every={s.cull_every}", f"--config={culler_config()}"]
     return [
         {"name": SERVICE, "url": f"http://127.0.0.1:{_free_port()}", "display": True,
-         "command": [sys.executable, "-m", "sampan.hub.service"], "oauth_no_confirm": True,
+         "command": [sys.executable, "-c", SERVICE_BOOT], "oauth_no_confirm": True,
          "oauth_client_allowed_scopes": sorted(CUSTOM_SCOPES),
          "environment": {"SAMPAN_PROGRESS_DB": str(s.hub_dir / "progress.sqlite"),
                          "SAMPAN_HUB_USERS": str(s.hub_dir / "users")}},

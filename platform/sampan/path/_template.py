@@ -1,10 +1,10 @@
 """The Jinja2 template of ``report.html`` (kept in a module so it ships with any install)."""
 
 REPORT_HTML = """<!DOCTYPE html>
-<html lang="en">
+<html lang="{{ t.html_lang }}">
 <head>
 <meta charset="utf-8">
-<title>Sampan learning-path report</title>
+<title>{{ t.title }}</title>
 <style>
   body { font-family: system-ui, -apple-system, "Segoe UI", "Noto Sans", sans-serif; margin: 2rem; color: #1d2733; }
   h1 { font-size: 1.5rem; margin-bottom: .25rem; }
@@ -23,30 +23,30 @@ REPORT_HTML = """<!DOCTYPE html>
 </style>
 </head>
 <body>
-<h1>Learning-path report &mdash; {{ r.mode }} mode</h1>
+<h1>{{ t.heading }} &mdash; {{ t[r.mode] }}</h1>
 <div class="meta">
-  Run folder <code>{{ r.run_dir }}</code>, started {{ r.started }}{% if r.finished %}, finished {{ r.finished }}{% endif %}.
-  Parameters: {% for k, v in r.parameters.items() %}<code>{{ k }}={{ v }}</code> {% endfor %}
+  {{ t.run_folder }} <code>{{ r.run_dir }}</code>{{ t.comma }}{{ t.started }} {{ r.started }}{% if r.finished %}{{ t.comma }}{{ t.finished }} {{ r.finished }}{% endif %}{{ t.stop }}
+  {{ t.parameters }} {% for k, v in r.parameters.items() %}<code>{{ k }}={{ v }}</code> {% endfor %}
 </div>
 <p class="summary" id="summary">
-  <span class="status passed">{{ r.summary.passed }} passed</span>
-  <span class="status failed">{{ r.summary.failed }} failed</span>
-  <span class="status skipped">{{ r.summary.skipped }} skipped</span>
-  <span class="status not_run">{{ r.summary.not_run }} not run</span>
+  <span class="status passed">{{ r.summary.passed }} {{ t.passed }}</span>
+  <span class="status failed">{{ r.summary.failed }} {{ t.failed }}</span>
+  <span class="status skipped">{{ r.summary.skipped }} {{ t.skipped }}</span>
+  <span class="status not_run">{{ r.summary.not_run }} {{ t.not_run }}</span>
 </p>
 <table id="lessons">
-  <thead><tr><th>Stage</th><th>Lesson</th><th>Status</th><th>Duration</th><th>Metrics (expected range)</th><th>Notes</th></tr></thead>
+  <thead><tr><th>{{ t.col_stage }}</th><th>{{ t.col_lesson }}</th><th>{{ t.col_status }}</th><th>{{ t.col_duration }}</th><th>{{ t.col_metrics }}</th><th>{{ t.col_notes }}</th></tr></thead>
   <tbody>
   {% for l in r.lessons %}
   <tr data-lesson="{{ l.lesson }}" data-status="{{ l.status }}">
     <td>{{ l.stage }}</td>
     <td><strong>{{ l.title }}</strong><br><code>{{ l.notebook }}</code>
-      {% if l.output %}<br><a href="{{ l.output }}">executed notebook</a>{% endif %}</td>
-    <td><span class="status {{ l.status }}">{{ l.status.replace("_", " ") }}</span></td>
+      {% if l.output %}<br><a href="{{ l.output }}">{{ t.executed }}</a>{% endif %}</td>
+    <td><span class="status {{ l.status }}">{{ t[l.status] }}</span></td>
     <td>{% if l.duration_s %}{{ "%.1f"|format(l.duration_s) }} s{% else %}&mdash;{% endif %}</td>
     <td>{% for m in l.metrics %}
       <div class="{{ '' if m.ok else 'bad' }}">{{ m.name }} = {{ m.value|num }}
-        <small>{% if m.expect is not none %}expected {{ m.expect|lower }}{% else %}[{{ m.low|bound }}, {{ m.high|bound }}]{% endif %}</small>{% if m.problem %} &mdash; {{ m.problem }}{% endif %}</div>
+        <small>{% if m.expect is not none %}{{ t.expected }} {{ m.expect|lower }}{% else %}[{{ m.low|bound }}, {{ m.high|bound }}]{% endif %}</small>{% if m.problem %} &mdash; {{ m.problem }}{% endif %}</div>
       {% else %}&mdash;{% endfor %}</td>
     <td>{{ l.reason }}</td>
   </tr>
@@ -55,10 +55,10 @@ REPORT_HTML = """<!DOCTYPE html>
 </table>
 {% for l in r.lessons if l.error %}
 <section class="failure" id="failure-{{ l.lesson }}">
-  <h2>{{ l.lesson }} failed{% if l.error.cell_index is not none %} in cell {{ l.error.cell_index }}{% endif %}{% if l.error.execution_count %} (In [{{ l.error.execution_count }}]){% endif %}</h2>
+  <h2>{{ l.lesson }} {{ t.failed }}{% if l.error.cell_index is not none %}{{ t.in_cell }} {{ l.error.cell_index }}{% endif %}{% if l.error.execution_count %} (In [{{ l.error.execution_count }}]){% endif %}</h2>
   <p><strong>{{ l.error.ename }}</strong>: {{ l.error.evalue }}</p>
-  {% if l.error.source %}<p>Cell source:</p><pre>{{ l.error.source }}</pre>{% endif %}
-  {% if l.error.traceback %}<details><summary>Traceback</summary><pre>{{ l.error.traceback }}</pre></details>{% endif %}
+  {% if l.error.source %}<p>{{ t.cell_source }}</p><pre>{{ l.error.source }}</pre>{% endif %}
+  {% if l.error.traceback %}<details><summary>{{ t.traceback }}</summary><pre>{{ l.error.traceback }}</pre></details>{% endif %}
 </section>
 {% endfor %}
 </body>

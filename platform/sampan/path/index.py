@@ -20,22 +20,31 @@ BEGIN, END = "<!-- sampan-path:begin -->", "<!-- sampan-path:end -->"
 _MARKS = {"passed": "✅", "failed": "❌"}
 
 
-def index_markdown(path: LearningPath) -> str:
-    """The listing of stages and lessons with links, between :data:`BEGIN` and :data:`END`."""
+_WORDS = {"en": {"about": " · about {n:g} min", "soon": "- *(lessons coming soon)*", "after": " — after *{x}*"},
+          "zh": {"about": " · 约 {n:g} 分钟", "soon": "- *（课程即将上线）*", "after": " — 先修 *{x}*"}}
+
+
+def index_markdown(path: LearningPath, lang: str = "en") -> str:
+    """The listing of stages and lessons with links, between :data:`BEGIN` and :data:`END`, in ``lang``
+    (a Markdown cell marked ``{"sampan": {"lang": "zh"}}`` gets the Chinese listing)."""
+    from sampan.path.lang import lesson_title
+
+    words = _WORDS[lang]
     lines = [BEGIN, ""]
     for stage in path.stages:
         total = sum(x.minutes["full"] for x in stage.lessons)
-        lines.append(f"### {stage.title}" + (f" · about {total:g} min" if total else ""))
+        lines.append(f"### {stage.text('title', lang)}" + (words["about"].format(n=total) if total else ""))
         if stage.description:
-            lines.append(f"*{stage.description}*")
+            lines.append(f"*{stage.text('description', lang)}*")
         lines.append("")
         if not stage.lessons:
-            lines.append("- *(lessons coming soon)*")
+            lines.append(words["soon"])
         for n, lesson in enumerate(stage.lessons, 1):
             link = lesson.relative_notebook(path.root)
-            after = f" — after *{', '.join(lesson.requires)}*" if lesson.requires else ""
-            lines.append(f"{n}. [{lesson.title}]({link}) · {lesson.minutes['full']:g} min{after}"
-                         + (f"<br>{lesson.summary}" if lesson.summary else ""))
+            after = words["after"].format(x=", ".join(lesson.requires)) if lesson.requires else ""
+            summary = lesson.text("summary", lang)
+            lines.append(f"{n}. [{lesson_title(lesson, lang)}]({link}) · {lesson.minutes['full']:g} min{after}"
+                         + (f"<br>{summary}" if summary else ""))
         lines.append("")
     lines.append(END)
     return "\n".join(lines)
@@ -83,15 +92,20 @@ def sync_index_notebook(notebook: str | Path, manifest: str | Path | None = None
 
     notebook = Path(notebook)
     nb = json.loads(notebook.read_text(encoding="utf-8"))
-    listing = index_markdown(load_path(manifest))
+    from sampan.path.lang import cell_language
+
+    path, changed, found = load_path(manifest), False, False
     for cell in nb["cells"]:
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         if cell["cell_type"] == "markdown" and BEGIN in source and END in source:
+            found = True
+            listing = index_markdown(path, cell_language(cell) or "en")
             new = source[: source.index(BEGIN)] + listing + source[source.index(END) + len(END):]
-            if new == source:
-                return False
-            if write:
+            if new != source:
+                changed = True
                 cell["source"] = new.splitlines(keepends=True)
-                atomic_write_text(notebook, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-            return True
+    if changed and write:
+        atomic_write_text(notebook, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    if found:
+        return changed
     raise ValueError(f"{notebook} has no Markdown cell with the markers {BEGIN} ... {END}")

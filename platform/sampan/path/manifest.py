@@ -105,6 +105,13 @@ class Lesson:
     produces: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
     parameters: dict[str, Any] = field(default_factory=dict)
+    texts: dict[str, Any] = field(default_factory=dict, compare=False)  # title/summary as written: str or {en, zh}
+
+    def text(self, name: Literal["title", "summary"], lang: str = "en") -> str:
+        """The lesson's ``title`` or ``summary`` in ``lang`` (English when it has no text in that language)."""
+        from sampan.path.lang import localized
+
+        return localized(self.texts.get(name, getattr(self, name)), lang)
 
     def relative_notebook(self, root: Path) -> str:
         try:
@@ -119,6 +126,13 @@ class Stage:
     title: str
     description: str
     lessons: tuple[Lesson, ...]
+    texts: dict[str, Any] = field(default_factory=dict, compare=False)  # title/description: str or {en, zh}
+
+    def text(self, name: Literal["title", "description"], lang: str = "en") -> str:
+        """The stage's ``title`` or ``description`` in ``lang`` (English when it has none in that language)."""
+        from sampan.path.lang import localized
+
+        return localized(self.texts.get(name, getattr(self, name)), lang)
 
 
 @dataclass(frozen=True)
@@ -129,6 +143,13 @@ class LearningPath:
     title: str
     stages: tuple[Stage, ...]
     seed: int = 0
+    texts: dict[str, Any] = field(default_factory=dict, compare=False)  # title: str or {en, zh}
+
+    def text(self, name: Literal["title"], lang: str = "en") -> str:
+        """The path's ``title`` in ``lang`` (English when it has none in that language)."""
+        from sampan.path.lang import localized
+
+        return localized(self.texts.get(name, getattr(self, name)), lang)
 
     @property
     def root(self) -> Path:
@@ -152,6 +173,10 @@ class LearningPath:
 
     def producer_of(self, artifact: str) -> Lesson | None:
         return next((lesson for lesson in self.lessons if artifact in lesson.produces), None)
+
+
+def _english(value: str | dict[str, str]) -> str:
+    return value["en"] if isinstance(value, dict) else value
 
 
 def _unknown(kind: str, value: str, known: list[str]) -> str:
@@ -224,8 +249,9 @@ class _Parser:
         if len({s.id for s in stages}) != len(stages):
             raise self.fail("stages", f"stage ids must be unique, got {[s.id for s in stages]}")
         self.check_references([lesson for s in stages for lesson in s.lessons], seen)
-        path = LearningPath(file=self.file, title=str(raw.get("title", "Learning path")), stages=tuple(stages),
-                            seed=int(defaults.get("seed", 0)))
+        title = self.text(raw.get("title", "Learning path"), "title")
+        path = LearningPath(file=self.file, title=_english(title), stages=tuple(stages),
+                            seed=int(defaults.get("seed", 0)), texts={"title": title})
         _topological([lesson for s in stages for lesson in s.lessons], file=self.file)
         return path
 
@@ -243,8 +269,9 @@ class _Parser:
                                 f"lesson id {lesson.id!r} is used twice (also at {seen[lesson.id]}); ids must be unique")
             seen[lesson.id] = f"{where}.lessons[{j}] (lesson {lesson.id!r})"
             lessons.append(lesson)
-        return Stage(id=stage_id, title=str(raw.get("title", stage_id.title())),
-                     description=str(raw.get("description", "")), lessons=tuple(lessons))
+        texts = {k: self.text(raw[k], f"{where}.{k}") for k in ("title", "description") if k in raw}
+        return Stage(id=stage_id, title=_english(texts.get("title", stage_id.title())),
+                     description=_english(texts.get("description", "")), lessons=tuple(lessons), texts=texts)
 
     def lesson(self, raw: Any, where: str, stage: str, default_timeout: dict) -> Lesson:
         raw = self.mapping(raw, where, _LESSON_KEYS)
@@ -265,9 +292,11 @@ class _Parser:
             raise self.fail(f"{where}.notebook",
                             f"the notebook {notebook!r} does not exist (looked for {file}). "
                             "HINT: fix the path or remove the lesson from the manifest")
+        texts = {k: self.text(raw[k], f"{where}.{k}") for k in ("title", "summary") if k in raw}
         return Lesson(
-            id=lesson_id, notebook=file, stage=stage, title=str(raw.get("title", lesson_id.replace("_", " ").capitalize())),
-            summary=str(raw.get("summary", "")), requires=self.names(raw.get("requires"), f"{where}.requires"),
+            id=lesson_id, notebook=file, stage=stage, texts=texts,
+            title=_english(texts.get("title", lesson_id.replace("_", " ").capitalize())),
+            summary=_english(texts.get("summary", "")), requires=self.names(raw.get("requires"), f"{where}.requires"),
             minutes=self.per_mode(raw.get("minutes", 0), f"{where}.minutes"),
             timeout=self.per_mode(raw.get("timeout", default_timeout), f"{where}.timeout", positive=True),
             metrics=self.metrics(raw.get("metrics") or {}, f"{where}.metrics"),
@@ -276,6 +305,17 @@ class _Parser:
             parameters={**self.default_params, **self.mapping(raw.get("parameters") or {}, f"{where}.parameters",
                                                               set(map(str, raw.get("parameters") or {})))},
         )
+
+    def text(self, value: Any, where: str) -> str | dict[str, str]:
+        """A title, summary or description: a string, or ``{en: ..., zh: ...}`` (English required)."""
+        from sampan.path.lang import LANGUAGES
+
+        if not isinstance(value, dict):
+            return str(value)
+        if "en" not in value or not set(value) <= set(LANGUAGES) or not all(isinstance(v, str) for v in value.values()):
+            raise self.fail(where, f"expected a string or {{en: ..., zh: ...}} with the keys {', '.join(LANGUAGES)} "
+                                   f"(en required), got {value!r}")
+        return dict(value)
 
     def ident(self, value: Any, where: str) -> str:
         if not isinstance(value, str) or not value.replace("_", "").replace("-", "").isalnum():

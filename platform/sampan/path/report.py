@@ -13,6 +13,42 @@ from sampan.utils.io import atomic_write_json, atomic_write_text
 
 _TEMPLATE = "report.html.j2"
 
+# Every string of report.html and of `sampan path list`, per language (sampan.path.lang.LANGUAGES).
+MESSAGES: dict[str, dict[str, str]] = {
+    "en": {
+        "html_lang": "en", "title": "Sampan learning-path report", "heading": "Learning-path report",
+        "quick": "quick mode", "full": "full mode", "run_folder": "Run folder", "started": "started",
+        "finished": "finished", "comma": ", ", "stop": ".", "parameters": "Parameters:",
+        "passed": "passed", "failed": "failed", "skipped": "skipped", "not_run": "not run",
+        "col_stage": "Stage", "col_lesson": "Lesson", "col_status": "Status", "col_duration": "Duration",
+        "col_metrics": "Metrics (expected range)", "col_notes": "Notes", "executed": "executed notebook",
+        "expected": "expected", "in_cell": " in cell", "cell_source": "Cell source:", "traceback": "Traceback",
+        "list_header": "{title}: {done}/{total} lessons done   (manifest {file})",
+        "no_lessons": "(no lessons yet)", "after": "after {lessons}",
+    },
+    "zh": {
+        "html_lang": "zh-CN", "title": "Sampan 学习路线报告", "heading": "学习路线报告",
+        "quick": "快速模式", "full": "完整模式", "run_folder": "运行目录", "started": "开始于",
+        "finished": "结束于", "comma": "，", "stop": "。", "parameters": "参数：",
+        "passed": "通过", "failed": "失败", "skipped": "跳过", "not_run": "未运行",
+        "col_stage": "阶段", "col_lesson": "课程", "col_status": "状态", "col_duration": "用时",
+        "col_metrics": "指标（期望范围）", "col_notes": "备注", "executed": "已执行的 Notebook",
+        "expected": "期望", "in_cell": "，出错单元格", "cell_source": "单元格代码：", "traceback": "错误回溯",
+        "list_header": "{title}：已完成 {done}/{total} 节课   （路线文件 {file}）",
+        "no_lessons": "（课程即将上线）", "after": "先修：{lessons}",
+    },
+}
+
+
+def message(key: str, lang: str = "en", **values) -> str:
+    """One string of :data:`MESSAGES` in ``lang``, formatted with ``values``.
+
+    Example:
+        >>> message("after", "zh", lessons="first_model")
+        '先修：first_model'
+    """
+    return MESSAGES[lang][key].format(**values)
+
 
 def write_report(report) -> tuple[Path, Path]:
     """Writes ``report.json`` and ``report.html`` into ``report.run_dir``; returns their paths."""
@@ -39,7 +75,7 @@ def render_html(data: dict[str, Any]) -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["bound"] = lambda b: "−∞/∞" if b is None else f"{b:g}"
     env.filters["num"] = _num
-    return env.from_string(REPORT_HTML).render(r=data)
+    return env.from_string(REPORT_HTML).render(r=data, t=MESSAGES[data.get("language") or "en"])
 
 
 def list_runs(runs_dir: str | Path) -> list[Path]:

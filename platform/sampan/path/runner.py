@@ -72,6 +72,7 @@ class RunReport:
     parameters: dict[str, Any] = field(default_factory=dict)
     manifest: str = ""
     lessons: list[LessonResult] = field(default_factory=list)
+    language: str = "en"               # of the lessons run and of report.html (sampan.path.lang)
 
     @property
     def ok(self) -> bool:
@@ -142,7 +143,7 @@ def new_run_dir(output_dir: str | Path | None = None) -> Path:
 def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quick: bool = False,
         output_dir: str | Path | None = None, keep_going: bool = False, manifest: str | Path | None = None,
         data_dir: str | Path | None = None, seed: int | None = None, timeout: float | None = None,
-        kernel_name: str | None = None, progress: bool = True) -> RunReport:
+        kernel_name: str | None = None, progress: bool = True, lang: str | None = None) -> RunReport:
     """Runs lessons of the learning path with papermill and writes ``report.json`` / ``report.html``.
 
     Args:
@@ -157,6 +158,8 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
         timeout: seconds per lesson, overriding the manifest.
         kernel_name: force a kernel; default the one each lesson names (``sampan``).
         progress: show a progress bar over lessons.
+        lang: ``"en"`` or ``"zh"``: the language of the lessons (built from their bilingual source into the
+            run folder) and of ``report.html``; default from the locale (:func:`sampan.path.lang.default_language`).
 
     Returns:
         The :class:`RunReport`; ``report.ok`` is True when every lesson passed.
@@ -169,6 +172,9 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
     from sampan.utils.imports import require
 
     require("papermill")
+    from sampan.path.lang import default_language, normalize_language
+
+    lang = default_language() if lang is None else normalize_language(lang)
     path = load_path(manifest)
     lessons = select_lessons(path, stage=stage, lesson=lesson)
     mode = "quick" if quick else "full"
@@ -177,8 +183,10 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
     _check_kernels(lessons, kernel_name)
     params = {"QUICK": bool(quick), "DATA_DIR": str(data_dir), "SEED": int(path.seed if seed is None else seed)}
     report = RunReport(run_dir=new_run_dir(output_dir), mode=mode, started=_now(), parameters=params,
-                       manifest=str(path.file))
-    report.lessons = [LessonResult(x.id, x.stage, x.title, x.relative_notebook(path.root)) for x in lessons]
+                       manifest=str(path.file), language=lang)
+    report.lessons = [LessonResult(x.id, x.stage, x.text("title", lang), x.relative_notebook(path.root))
+                      for x in lessons]
+    lessons = [_in_language(x, lang, report.run_dir) for x in lessons]
     from sampan.path.report import write_report
 
     write_report(report)
@@ -201,6 +209,23 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
     report.finished = _now()
     write_report(report)
     return report
+
+
+def _in_language(lesson: Lesson, lang: str, run_dir: Path) -> Lesson:
+    """The lesson with its notebook built in ``lang`` (``<run>/sources/<stage>/<id>.ipynb``) when it is bilingual."""
+    import dataclasses
+    import json
+
+    from sampan.path.lang import build_notebook, is_bilingual
+    from sampan.utils.io import atomic_write_text
+
+    nb = json.loads(lesson.notebook.read_text(encoding="utf-8"))
+    if not is_bilingual(nb):
+        return lesson
+    built = run_dir / "sources" / lesson.stage / f"{lesson.id}.ipynb"
+    built.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(built, json.dumps(build_notebook(nb, lang), indent=1, ensure_ascii=False) + "\n")
+    return dataclasses.replace(lesson, notebook=built)
 
 
 def _check_timeout(timeout: Any) -> None:

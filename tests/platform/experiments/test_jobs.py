@@ -43,7 +43,7 @@ def test_cancelled_and_killed_jobs_are_marked_not_left_running(sleeper, fresh_st
     _wait_for(lambda: "started" in cancelled.logs() and "started" in killed.logs())
     # cancel: the job's process and its kernel (papermill started it in a session of its own) stop
     procs = [psutil.Process(cancelled.pid), *psutil.Process(cancelled.pid).children(recursive=True)]
-    assert main(["job", "cancel", cancelled.id[:12]]) == 0
+    assert main(["job", "cancel", cancelled.id]) == 0
     assert f"job {cancelled.id}: cancelled" in capsys.readouterr().out
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
     assert get_job(cancelled.id).status == "cancelled"

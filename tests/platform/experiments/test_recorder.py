@@ -108,3 +108,11 @@ def test_a_fit_that_raises_is_recorded_failed(fresh_store, blobs, mlp, one_threa
     assert sorted(r.info.status for r in runs) == ["FAILED", "FINISHED"]
     failed = next(r for r in runs if r.info.status == "FAILED")
     assert [m.step for m in ex.client().get_metric_history(failed.info.run_id, "loss")] == [1]
+
+
+def test_an_export_is_kept_with_the_latest_run(fresh_store, blobs, mlp, tmp_path, one_thread):
+    model = _fit(mlp(), blobs)
+    export = model.save(tmp_path / "mlp", training=False)
+    run_id = ex.log_artifact(export)
+    assert run_id == ex.last_run_id() and ex.search_runs()[0].info.run_id == run_id
+    assert [f.path for f in ex.client().list_artifacts(run_id, "exports")] == [f"exports/{export.name}"]

@@ -52,5 +52,5 @@ def test_a_drifted_line_or_a_hand_written_next_fails_the_check_and_is_rewritten(
 
 
 def test_unknown_lesson_is_named():
-    with pytest.raises(Exception, match="no_such_lesson"):
+    with pytest.raises(ValueError, match="no_such_lesson"):
         nav_line(load_path(), "no_such_lesson")

@@ -1,0 +1,258 @@
+"""The course in two languages: one source notebook per lesson, single-language notebooks built from it.
+
+A bilingual lesson declares ``{"sampan": {"languages": ["en", "zh"]}}`` in its notebook metadata. Its code
+cells are shared; every English Markdown cell (cell metadata ``{"sampan": {"lang": "en"}}``) is followed by
+its Chinese counterpart (``{"sampan": {"lang": "zh"}}``). :func:`build_notebook` keeps the shared cells
+and the cells of one language, so the two generated notebooks cannot differ in code. A lesson that is not
+bilingual yet builds unchanged in both languages (``sampan path list --lang zh`` marks it "（英文）").
+``notebooks/CONTRIBUTING.md`` tells course authors how to write one.
+
+Example:
+    >>> normalize_language("zh")
+    'zh'
+    >>> localized({"en": "Beginner", "zh": "入门"}, "zh")
+    '入门'
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from sampan.errors import bad_argument
+
+Language = Literal["en", "zh"]
+LANGUAGES: tuple[str, ...] = ("en", "zh")
+DEFAULT_LANGUAGE = "en"
+UNTRANSLATED_MARK = "（英文）"   # shown after a title that has no Chinese text yet
+MIN_CJK_SHARE = 0.6           # of the prose in a Chinese cell (code, links and bracketed terms aside)
+_LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
+_GENERATED = "sampan-nav"          # a Markdown cell generated for both languages
+
+
+def normalize_language(value: Any, argument: str = "lang") -> str:
+    """``value`` as one of :data:`LANGUAGES` (``"zh-CN"``/``"zh_CN"`` give ``"zh"``); refuses anything else.
+
+    Raises:
+        ValueError: naming ``argument``, the value and the accepted languages.
+
+    Example:
+        >>> normalize_language("zh_CN")
+        'zh'
+    """
+    text = value.strip().lower().replace("_", "-") if isinstance(value, str) else ""
+    code = text.split("-")[0]
+    if code not in LANGUAGES:
+        raise ValueError(bad_argument(argument, value, f"one of {', '.join(LANGUAGES)}",
+                                      "pass --lang zh for Chinese or --lang en for English"))
+    return code
+
+
+def default_language(environ: Mapping[str, str] | None = None) -> str:
+    """The language the locale asks for: ``zh`` when the first set of ``LC_ALL``, ``LC_MESSAGES``, ``LANG``
+    starts with ``zh`` (``SAMPAN_LANG`` overrides all three), else ``en``.
+
+    Example:
+        >>> default_language({"LANG": "zh_CN.UTF-8"})
+        'zh'
+        >>> default_language({"LANG": "C.UTF-8"})
+        'en'
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("SAMPAN_LANG"):
+        return normalize_language(environ["SAMPAN_LANG"], "$SAMPAN_LANG")
+    for name in _LOCALE_VARS:
+        if environ.get(name):
+            return "zh" if environ[name].lower().startswith("zh") else DEFAULT_LANGUAGE
+    return DEFAULT_LANGUAGE
+
+
+def localized(value: Any, lang: str) -> str:
+    """The text of a manifest field in ``lang``: a plain string, or ``{en: ..., zh: ...}`` (English fallback).
+
+    Example:
+        >>> localized("Environment check", "zh")
+        'Environment check'
+    """
+    if isinstance(value, Mapping):
+        return str(value.get(lang) or value.get(DEFAULT_LANGUAGE) or next(iter(value.values()), ""))
+    return "" if value is None else str(value)
+
+
+def has_language(value: Any, lang: str) -> bool:
+    """True when a manifest field has text of its own in ``lang`` (a plain string counts as English)."""
+    return bool(value.get(lang)) if isinstance(value, Mapping) else lang == DEFAULT_LANGUAGE
+
+
+def cell_language(cell: Mapping) -> str | None:
+    """A cell's ``metadata.sampan.lang`` (``None``: shared by both languages)."""
+    return (cell.get("metadata") or {}).get("sampan", {}).get("lang")
+
+
+def notebook_languages(nb: Mapping) -> tuple[str, ...]:
+    """The languages a notebook declares in ``metadata.sampan.languages`` (empty: English only)."""
+    return tuple((nb.get("metadata") or {}).get("sampan", {}).get("languages") or ())
+
+
+def is_bilingual(nb: Mapping) -> bool:
+    """True when the notebook declares every language of :data:`LANGUAGES`."""
+    return set(LANGUAGES) <= set(notebook_languages(nb))
+
+
+def build_notebook(nb: Mapping, lang: str) -> dict:
+    """The single-language notebook: shared cells plus the cells of ``lang``, in order.
+
+    Example:
+        >>> nb = {"metadata": {}, "cells": [{"cell_type": "markdown", "source": "Hi",
+        ...       "metadata": {"sampan": {"lang": "en"}}}, {"cell_type": "markdown", "source": "你好",
+        ...       "metadata": {"sampan": {"lang": "zh"}}}]}
+        >>> [c["source"] for c in build_notebook(nb, "zh")["cells"]]
+        ['你好']
+    """
+    lang = normalize_language(lang)
+    out = copy.deepcopy(dict(nb))
+    out["cells"] = [c for c in out["cells"] if cell_language(c) in (None, lang)]
+    out.setdefault("metadata", {}).setdefault("sampan", {})["language"] = lang
+    return out
+
+
+def check_bilingual(nb: Mapping) -> list[str]:
+    """What keeps a bilingual notebook from being complete (an empty list when nothing does).
+
+    Every Markdown cell must be marked ``en`` or ``zh`` (the generated ``sampan-nav`` line aside); each ``en`` cell is followed by its ``zh`` cell;
+    a ``zh`` cell is Chinese (:func:`cjk_share` at least :data:`MIN_CJK_SHARE`); only Markdown cells
+    carry a language, so the code of the two built notebooks is the same.
+
+    Example:
+        >>> check_bilingual({"metadata": {}, "cells": [{"cell_type": "markdown", "source": "Hi",
+        ...                  "metadata": {"sampan": {"lang": "en"}}}]})
+        ['cell 0 (en) has no zh counterpart after it']
+    """
+    problems, cells = [], list(nb.get("cells", []))
+    for i, cell in enumerate(cells):
+        lang = cell_language(cell)
+        if cell.get("cell_type") != "markdown":
+            if lang is not None:
+                problems.append(f"cell {i} is a {cell.get('cell_type')} cell marked {lang!r}: code is shared, "
+                                "only Markdown cells carry a language")
+            continue
+        if _GENERATED in (cell.get("metadata") or {}).get("tags", []):
+            continue  # the navigation line, generated from path.yaml (sampan.path.navigation)
+        if lang not in LANGUAGES:
+            problems.append(f"cell {i} is a Markdown cell marked {lang!r}; mark it 'en' or 'zh'")
+        elif lang == "en" and (i + 1 == len(cells) or cell_language(cells[i + 1]) != "zh"):
+            problems.append(f"cell {i} (en) has no zh counterpart after it")
+        elif lang == "zh":
+            if i == 0 or cell_language(cells[i - 1]) != "en":
+                problems.append(f"cell {i} (zh) does not follow an en cell")
+            share = cjk_share(_source(cell))
+            if share < MIN_CJK_SHARE:
+                problems.append(f"cell {i} (zh) reads as English: {share:.0%} of its prose is Chinese, "
+                                f"expected at least {MIN_CJK_SHARE:.0%}")
+    return problems
+
+
+_STRIP = [re.compile(p, re.S) for p in (
+    r"```.*?```", r"`[^`]*`", r"\$\$.*?\$\$", r"\$[^$]*\$", r"<[^>]+>", r"\]\([^)]*\)", r"https?://\S+",
+    r"（[^）]*）", r"\([^)]*\)")]
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def cjk_share(text: str) -> float:
+    """The share of Chinese in ``text``'s prose: CJK characters / (CJK characters + Latin words), after
+    removing code, math, HTML tags, link targets and bracketed terms; 1.0 when no prose is left.
+
+    Example:
+        >>> cjk_share("动态图（dynamic graph）便于调试，`to_static` 转为静态图。")
+        1.0
+        >>> cjk_share("This paragraph was left in English.")
+        0.0
+    """
+    for pattern in _STRIP:
+        text = pattern.sub(" ", text)
+    cjk, words = len(_CJK.findall(text)), len(_WORD.findall(text))
+    return 1.0 if cjk + words == 0 else cjk / (cjk + words)
+
+
+def build_course(lang: str, dest: str | Path, source: str | Path | None = None) -> Path:
+    """Copies the course folder ``source`` (default ``notebooks/``) to ``dest`` with every notebook built in
+    ``lang``; a built notebook newer than its source is kept (a learner's edits survive). Returns ``dest``.
+
+    Example:
+        >>> build_course("zh", data_home() / "courses" / "zh")  # doctest: +SKIP
+    """
+    lang = normalize_language(lang)
+    source = Path(source) if source is not None else _course_root()
+    dest = Path(dest)
+    for file in sorted(source.rglob("*")):
+        rel = file.relative_to(source)
+        if file.is_dir() or any(p.startswith(".") for p in rel.parts) or "__pycache__" in rel.parts:
+            continue
+        build_file(file, dest / rel, lang)
+    return dest
+
+
+def build_file(source: str | Path, target: str | Path, lang: str) -> Path:
+    """Writes ``source`` built in ``lang`` (a notebook: :func:`build_notebook`; any other file: a copy) to
+    ``target``, unless ``target`` is already newer than ``source``. Returns ``target``.
+
+    Example:
+        >>> build_file("notebooks/dashboards/digit_playground.ipynb", "/tmp/zh/digit_playground.ipynb", "zh")  # doctest: +SKIP
+    """
+    from sampan.utils.io import atomic_write_text
+
+    source, target = Path(source), Path(target)
+    if target.is_file() and target.stat().st_mtime >= source.stat().st_mtime:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.suffix == ".ipynb":
+        nb = build_notebook(json.loads(source.read_text(encoding="utf-8")), lang)
+        atomic_write_text(target, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    else:
+        shutil.copy2(source, target)
+    return target
+
+
+def built_course_dir(lang: str) -> Path:
+    """Where ``sampan lab --lang`` and ``sampan path run --lang`` keep the built course: ``<data home>/courses/<lang>``."""
+    from sampan.utils.io import data_home
+
+    return data_home() / "courses" / normalize_language(lang)
+
+
+def _course_root() -> Path:
+    from sampan.path.manifest import default_manifest
+
+    return default_manifest().parent
+
+
+def _source(cell: Mapping) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def lesson_title(lesson, lang: str) -> str:
+    """A lesson's title in ``lang``; in Chinese, a lesson not translated yet (its notebook not bilingual or
+    no Chinese title in ``path.yaml``) shows its English title followed by :data:`UNTRANSLATED_MARK`.
+
+    Example:
+        >>> lesson_title(load_path().lesson("environment_check"), "zh")  # doctest: +SKIP
+        '环境检查'
+    """
+    if lang == DEFAULT_LANGUAGE:
+        return lesson.text("title", lang)
+    translated = has_language(lesson.texts.get("title"), lang) and lang in notebook_languages(_read(lesson.notebook))
+    return lesson.text("title", lang) if translated else lesson.text("title", DEFAULT_LANGUAGE) + UNTRANSLATED_MARK
+
+
+def _read(notebook: Path) -> dict:
+    try:
+        return json.loads(Path(notebook).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}

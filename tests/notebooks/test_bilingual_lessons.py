@@ -1,0 +1,40 @@
+"""Every lesson and dashboard that declares itself bilingual (``metadata.sampan.languages: [en, zh]``) is
+complete: each English Markdown cell has its Chinese counterpart, the Chinese reads as Chinese, and the two
+notebooks built from it have identical code (notebooks/CONTRIBUTING.md)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sampan.path.lang import build_notebook, check_bilingual, is_bilingual, notebook_languages
+from sampan.utils.io import repo_root
+
+NOTEBOOKS = repo_root() / "notebooks"
+ALL = sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+BILINGUAL = [p for p in ALL if is_bilingual(json.loads(p.read_text(encoding="utf-8")))]
+
+
+def _id(path):
+    return path.relative_to(NOTEBOOKS).as_posix()
+
+
+def test_the_worked_example_is_bilingual():
+    assert NOTEBOOKS / "01-beginner" / "environment_check.ipynb" in BILINGUAL
+
+
+@pytest.mark.parametrize("notebook", ALL, ids=_id)
+def test_declared_languages_are_known(notebook):
+    declared = notebook_languages(json.loads(notebook.read_text(encoding="utf-8")))
+    assert not declared or sorted(declared) == ["en", "zh"], f"{_id(notebook)} declares {declared}; use [en, zh]"
+
+
+@pytest.mark.parametrize("notebook", BILINGUAL, ids=_id)
+def test_every_bilingual_lesson_is_complete_with_identical_code(notebook):
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    assert check_bilingual(nb) == [], f"{_id(notebook)} is not fully bilingual"
+    en, zh = build_notebook(nb, "en"), build_notebook(nb, "zh")
+    assert [c["source"] for c in en["cells"] if c["cell_type"] != "markdown"] == \
+        [c["source"] for c in zh["cells"] if c["cell_type"] != "markdown"]
+    kinds = [[c["cell_type"] for c in built["cells"]] for built in (en, zh)]
+    assert kinds[0] == kinds[1], f"{_id(notebook)}: the cell layouts of the two languages differ"

@@ -38,3 +38,26 @@ def test_every_bilingual_lesson_is_complete_with_identical_code(notebook):
         [c["source"] for c in zh["cells"] if c["cell_type"] != "markdown"]
     kinds = [[c["cell_type"] for c in built["cells"]] for built in (en, zh)]
     assert kinds[0] == kinds[1], f"{_id(notebook)}: the cell layouts of the two languages differ"
+
+
+def _bilingual_lessons():
+    from sampan.path import load_path
+
+    return [x.id for x in load_path().lessons if x.notebook in BILINGUAL]
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("lesson", _bilingual_lessons())
+def test_every_bilingual_lesson_runs_in_chinese_within_its_ranges(lesson, tmp_path):
+    """`sampan path run --lang zh --quick`: the Chinese build, with path.yaml's quick ranges (the English ones)."""
+    import nbformat
+
+    import sampan.path
+
+    report = sampan.path.run(lesson=lesson, quick=True, lang="zh", output_dir=tmp_path / "runs",
+                             data_dir=tmp_path / "data", progress=False)
+    result = report.result(lesson)
+    assert report.ok, (result.status, result.reason, result.error, result.metrics)
+    executed = nbformat.read(report.run_dir / result.output, as_version=4)
+    assert executed.metadata["sampan"]["language"] == "zh"
+    assert all(c.metadata.get("sampan", {}).get("lang") in (None, "zh") for c in executed.cells)

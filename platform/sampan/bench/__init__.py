@@ -15,7 +15,9 @@ SUITES = {
     "compress": "fp32 vs int8 vs pruned: size, latency, accuracy",
     "widgets": "fit with and without ResourceMonitor and LiveCurves",
     "experiments": "fit with run recording on vs off; compare 10 of 1,000 recorded runs",
+    "hub": "20 learners logging in and spawning at once on a local JupyterHub (5 with --quick)",
 }
 
 # suites that live elsewhere: the widgets benchmark sits beside the widgets, since platform/ never imports them
-SUITE_MODULES = {suite: f"sampan.bench.{suite}" for suite in SUITES} | {"widgets": "sampan_widgets.bench"}
+SUITE_MODULES = {suite: f"sampan.bench.{suite}" for suite in SUITES} | {"widgets": "sampan_widgets.bench",
+                                                                       "hub": "sampan.hub.bench"}

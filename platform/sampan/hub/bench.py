@@ -86,8 +86,15 @@ def _server_memory() -> list[tuple[float, float]]:
     return found
 
 
-def run(learners: int = 20, idle_seconds: float = 15.0) -> dict:
-    """Runs the rush on a fresh hub; returns the figures (seconds, milliseconds, MiB)."""
+def run(quick: bool = False, *, learners: int | None = None, idle_seconds: float = 15.0) -> dict:
+    """Runs the rush on a fresh hub (20 learners, 5 with ``quick``); prints and returns the figures
+    (seconds, milliseconds, MiB). This is ``sampan bench hub``."""
+    result = _rush(learners or (5 if quick else 20), idle_seconds)
+    print(json.dumps(result, indent=2))
+    return result
+
+
+def _rush(learners: int, idle_seconds: float) -> dict:
     import requests
 
     with tempfile.TemporaryDirectory(prefix="sampan-hub-bench-") as tmp:
@@ -148,8 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from sampan.errors import check_int
 
-    result = run(check_int("--learners", args.learners))
-    print(json.dumps(result, indent=2))
+    result = run(learners=check_int("--learners", args.learners))
     return 0 if result["ready"] == result["learners"] else 1
 
 

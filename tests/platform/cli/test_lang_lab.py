@@ -75,3 +75,12 @@ def test_lab_dry_run_in_each_language(monkeypatch, tmp_path, capsys):
     assert main(["lab", "--dry-run", "--no-browser", "--port", "0", "--lang", "en"]) == 0
     cmd = capsys.readouterr().out.split()
     assert f"--ServerApp.root_dir={repo_root() / 'notebooks'}" in cmd and not any("user_settings" in w for w in cmd)
+
+
+def test_dashboard_in_chinese_serves_the_chinese_build(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("SAMPAN_DATA", str(tmp_path))
+    assert main(["dashboard", "digit_playground", "--dry-run", "--port", "0", "--lang", "zh"]) == 0
+    cmd = capsys.readouterr().out.split()
+    assert cmd[3] == str(tmp_path / "courses" / "zh" / "dashboards" / "digit_playground.ipynb")
+    assert main(["dashboard", "digit_playground", "--dry-run", "--port", "0", "--lang", "en"]) == 0
+    assert capsys.readouterr().out.split()[3].endswith("notebooks/dashboards/digit_playground.ipynb")

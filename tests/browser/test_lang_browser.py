@@ -1,0 +1,76 @@
+"""`sampan lab --lang zh` in headless Chromium: JupyterLab's menus are in Chinese, the course index opens and
+a bilingual lesson opens in Chinese; the effective UI language setting read from the settings API is zh_CN.
+Writes the screenshot docs/images/lab-zh.png (README.zh-CN.md)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from sampan.cli._servers import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+WAIT = 240_000  # ms: the 2-core CI machine is shared
+pytestmark = pytest.mark.browser
+
+
+def _get(port: int, path: str, token: str):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}?token={token}", timeout=30) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture
+def zh_lab(server_env, tmp_path):
+    """`sampan lab --lang zh` with a private data directory (the built course and the lab settings live there)."""
+    token, port = uuid.uuid4().hex, free_port()
+    env = dict(server_env, SAMPAN_LAB_TOKEN=token, SAMPAN_DATA=str(tmp_path / "data"), OMP_NUM_THREADS="1",
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    log = tmp_path / "lab.log"
+    proc = subprocess.Popen([sys.executable, "-m", "sampan", "lab", "--no-browser", "--port", str(port), "--lang", "zh"],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=str(REPO))
+    try:
+        deadline = time.time() + 120
+        while True:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.time() < deadline, f"JupyterLab did not start:\n{log.read_text()[-3000:]}"
+            try:
+                _get(port, "/api/status", token)
+                break
+            except (OSError, urllib.error.URLError):
+                time.sleep(0.5)
+        yield port, token, log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def test_lab_in_chinese_shows_chinese_menus_and_the_chinese_lesson(zh_lab, page):
+    port, token, log = zh_lab
+    setting = _get(port, "/lab/api/settings/@jupyterlab/translation-extension:plugin", token)
+    assert setting["settings"]["locale"] == "zh_CN"                       # the effective setting
+    assert "zh_CN" in _get(port, "/lab/api/translations", token)["data"]  # the language pack is installed
+    lesson = _get(port, "/api/contents/01-beginner/environment_check.ipynb", token)["content"]
+    markdown = "".join("".join(c["source"]) for c in lesson["cells"] if c["cell_type"] == "markdown")
+    assert "# 环境检查" in markdown and "# Environment check" not in markdown  # the course built in Chinese
+
+    page.goto(f"http://127.0.0.1:{port}/?token={token}", timeout=WAIT)  # default_url: the course index
+    page.wait_for_url("**/lab/tree/index.ipynb**", timeout=60_000)
+    menubar = page.locator("#jp-MainMenu")
+    menubar.get_by_text("文件", exact=True).wait_for(timeout=WAIT)      # "File"
+    assert menubar.get_by_text("File", exact=True).count() == 0
+    listing = page.locator(".jp-RenderedMarkdown")
+    listing.locator("a[href*='environment_check.ipynb']").first.click(timeout=WAIT)
+    page.locator(".jp-NotebookPanel .jp-RenderedMarkdown h1", has_text="环境检查").first.wait_for(timeout=WAIT)
+    (REPO / "docs" / "images").mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(REPO / "docs" / "images" / "lab-zh.png"))

@@ -69,8 +69,10 @@ def test_lab_in_chinese_shows_chinese_menus_and_the_chinese_lesson(zh_lab, page)
     menubar = page.locator("#jp-MainMenu")
     menubar.get_by_text("文件", exact=True).wait_for(timeout=WAIT)      # "File"
     assert menubar.get_by_text("File", exact=True).count() == 0
-    listing = page.locator(".jp-RenderedMarkdown")
-    listing.locator("a[href*='environment_check.ipynb']").first.click(timeout=WAIT)
+    listing = page.locator(".jp-RenderedMarkdown", has_text="学习路线")  # the Chinese course index
+    listing.wait_for(timeout=WAIT)
+    assert page.locator(".jp-RenderedMarkdown", has_text="The learning path").count() == 0
+    listing.locator("a:has-text('环境检查')").click(timeout=WAIT)  # its Chinese title, from path.yaml
     page.locator(".jp-NotebookPanel .jp-RenderedMarkdown h1", has_text="环境检查").first.wait_for(timeout=WAIT)
     (REPO / "docs" / "images").mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(REPO / "docs" / "images" / "lab-zh.png"))

@@ -91,7 +91,7 @@ def add_lang_argument(parser: argparse.ArgumentParser) -> None:
         'zh'
     """
     parser.add_argument("--lang", type=language, default=None, metavar="{en,zh}",
-                        help="language of the course, UI and reports (default: from the locale, LANG=zh_CN.UTF-8 → zh)")
+                        help="language of the course, UI and reports (default from the locale: LANG=zh_CN.UTF-8 → zh)")
 
 
 def chosen_language(args: argparse.Namespace) -> str:

@@ -94,5 +94,6 @@ def run(args) -> int:
     token = new_token("SAMPAN_DASHBOARD_TOKEN")
     print(f"Sampan dashboard {args.name}: http://127.0.0.1:{port}/?token={token}", flush=True)
     sys.stderr.flush()
-    os.execve(sys.executable, cmd, server_env(token))  # Voilà replaces this process; the token is in its environment
+    # Voilà replaces this process; the token is in its environment, the language in SAMPAN_LANG for the kernel
+    os.execve(sys.executable, cmd, {**server_env(token), "SAMPAN_LANG": lang})
     return 0  # pragma: no cover

@@ -1,5 +1,8 @@
 """``sampan lab``: JupyterLab on 127.0.0.1 with a token, opened on the course index (``notebooks/index.ipynb``).
 
+``--lang en|zh`` (default from the locale) picks the language: the course is built in that language into
+``$SAMPAN_DATA/courses/<lang>`` (``sampan.path.lang.build_course``) and served from there.
+
 This is what ``make lab`` runs. The token is random unless ``$SAMPAN_LAB_TOKEN`` gives one;
 the URL to open is printed. The token reaches JupyterLab through its environment
 (``JUPYTER_TOKEN``), never on a command line, which every local user can read.
@@ -85,13 +88,12 @@ def install_lang_settings(lang: str) -> Path:
 def command(*, port: int, open_browser: bool, lang: str = "en") -> list[str]:
     """The ``jupyter lab`` command line ``sampan lab`` runs (the token goes in the environment: ``server_env``).
 
-    In English it serves ``notebooks/``; in another language the course built in that language
-    (:func:`sampan.path.lang.built_course_dir`) with JupyterLab's UI in that language.
+    It serves the course built in ``lang`` (:func:`sampan.path.lang.built_course_dir`: one language per
+    notebook, the learner's copies outside the repository), with JupyterLab's UI in that language.
     """
-    from sampan.cli._servers import notebooks_dir
     from sampan.path.lang import built_course_dir
 
-    root = notebooks_dir() if lang == "en" else built_course_dir(lang)
+    root = built_course_dir(lang)
     localized = [] if lang == "en" else [f"--LabApp.user_settings_dir={lang_settings_dir(lang)}"]
     return [
         sys.executable, "-m", "jupyterlab",
@@ -125,15 +127,16 @@ def run(args) -> int:
         return 0
     ensure_kernel()
     install_lab_settings()
-    if lang != "en":
-        from sampan.cli._servers import notebooks_dir
-        from sampan.path.lang import build_course, built_course_dir
+    from sampan.cli._servers import notebooks_dir
+    from sampan.path.lang import build_course, built_course_dir
 
-        build_course(lang, built_course_dir(lang), notebooks_dir())
+    build_course(lang, built_course_dir(lang), notebooks_dir())
+    if lang != "en":
         install_lang_settings(lang)
     print(f"Sampan lab: http://127.0.0.1:{port}/lab/tree/{INDEX}?token={token}", flush=True)
     sys.stdout.flush()
     sys.stderr.flush()
     # JupyterLab replaces this process (Ctrl-C and signals reach it directly); the token is in its environment
-    os.execve(sys.executable, cmd, server_env(token))
+    # the kernels inherit the language: sampan.path.lang.default_language() follows SAMPAN_LANG
+    os.execve(sys.executable, cmd, {**server_env(token), "SAMPAN_LANG": lang})
     return 0  # pragma: no cover

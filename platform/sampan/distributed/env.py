@@ -19,7 +19,7 @@ from sampan.errors import SampanError, bad_argument
 
 TIMEOUT_ENV = "SAMPAN_DIST_TIMEOUT"
 NOTES_ENV = "SAMPAN_LAUNCH_NOTES"  # a folder where `sampan launch` collects its ranks' stall diagnoses
-DEFAULT_TIMEOUT = 300.0  # seconds: a stalled job ends in minutes, not after torch's 30
+DEFAULT_TIMEOUT = 300.0  # seconds: a stalled job ends in minutes, not after torch's 30 (gloo) or 10 (NCCL)
 
 
 class DistributedError(SampanError):

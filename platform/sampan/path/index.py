@@ -18,10 +18,13 @@ from sampan.path.progress import load_progress
 
 BEGIN, END = "<!-- sampan-path:begin -->", "<!-- sampan-path:end -->"
 _MARKS = {"passed": "✅", "failed": "❌"}
+_PROGRESS = {"en": "Your progress: {done}/{total} lessons done", "zh": "你的学习进度：已完成 {done}/{total} 节课"}
 
 
-_WORDS = {"en": {"about": " · about {n:g} min", "soon": "- *(lessons coming soon)*", "after": " — after *{x}*"},
-          "zh": {"about": " · 约 {n:g} 分钟", "soon": "- *（课程即将上线）*", "after": " — 先修 *{x}*"}}
+_WORDS = {"en": {"about": " · about {n:g} min", "soon": "- *(lessons coming soon)*", "after": " — after *{x}*",
+                 "min": "{n:g} min"},
+          "zh": {"about": " · 约 {n:g} 分钟", "soon": "- *（课程即将上线）*", "after": " — 先修 *{x}*",
+                 "min": "{n:g} 分钟"}}
 
 
 def index_markdown(path: LearningPath, lang: str = "en") -> str:
@@ -43,7 +46,8 @@ def index_markdown(path: LearningPath, lang: str = "en") -> str:
             link = lesson.relative_notebook(path.root)
             after = words["after"].format(x=", ".join(lesson.requires)) if lesson.requires else ""
             summary = lesson.text("summary", lang)
-            lines.append(f"{n}. [{lesson_title(lesson, lang)}]({link}) · {lesson.minutes['full']:g} min{after}"
+            minutes = words["min"].format(n=lesson.minutes["full"])
+            lines.append(f"{n}. [{lesson_title(lesson, lang)}]({link}) · {minutes}{after}"
                          + (f"<br>{summary}" if summary else ""))
         lines.append("")
     lines.append(END)
@@ -53,27 +57,28 @@ def index_markdown(path: LearningPath, lang: str = "en") -> str:
 class CourseIndex:
     """The path with the learner's progress; displays as an HTML table in a notebook."""
 
-    def __init__(self, path: LearningPath, progress: dict):
-        self.path, self.progress = path, progress
+    def __init__(self, path: LearningPath, progress: dict, lang: str = "en"):
+        self.path, self.progress, self.lang = path, progress, lang
 
     @property
     def done(self) -> int:
         return sum(1 for x in self.path.lessons if self.progress.get(x.id, {}).get("status") == "passed")
 
     def _repr_html_(self) -> str:
-        rows = []
+        from sampan.path.lang import lesson_title
+
+        rows, lang = [], self.lang
         for stage in self.path.stages:
-            rows.append(f'<tr><th colspan="4" style="text-align:left">{html.escape(stage.title)}</th></tr>')
+            rows.append(f'<tr><th colspan="4" style="text-align:left">{html.escape(stage.text("title", lang))}</th></tr>')
             for lesson in stage.lessons:
                 status = self.progress.get(lesson.id, {}).get("status", "")
                 href = html.escape(lesson.relative_notebook(self.path.root))
                 rows.append(
                     f'<tr data-lesson="{html.escape(lesson.id)}"><td>{_MARKS.get(status, "⬜")}</td>'
-                    f'<td><a href="{href}">{html.escape(lesson.title)}</a></td>'
-                    f'<td>{lesson.minutes["full"]:g} min</td><td>{html.escape(lesson.summary)}</td></tr>')
-        total = len(self.path.lessons)
-        return (f'<div class="sampan-course-index"><p><b>Your progress: {self.done}/{total} lessons done</b></p>'
-                f'<table>{"".join(rows)}</table></div>')
+                    f'<td><a href="{href}">{html.escape(lesson_title(lesson, lang))}</a></td>'
+                    f'<td>{lesson.minutes["full"]:g} min</td><td>{html.escape(lesson.text("summary", lang))}</td></tr>')
+        done = _PROGRESS[lang].format(done=self.done, total=len(self.path.lessons))
+        return f'<div class="sampan-course-index"><p><b>{done}</b></p><table>{"".join(rows)}</table></div>'
 
     def __str__(self) -> str:
         return f"{self.path.title}: {self.done}/{len(self.path.lessons)} lessons done"
@@ -81,9 +86,13 @@ class CourseIndex:
     __repr__ = __str__
 
 
-def course_index(manifest: str | Path | None = None) -> CourseIndex:
-    """The path with your progress (``notebooks/index.ipynb`` displays it)."""
-    return CourseIndex(load_path(manifest, check_files=False), load_progress())
+def course_index(manifest: str | Path | None = None, lang: str | None = None) -> CourseIndex:
+    """The path with your progress (``notebooks/index.ipynb`` displays it), in ``lang``: ``"en"`` or ``"zh"``;
+    default :func:`sampan.path.lang.default_language` (``sampan lab --lang zh`` sets ``SAMPAN_LANG`` for it)."""
+    from sampan.path.lang import default_language, normalize_language
+
+    lang = default_language() if lang is None else normalize_language(lang)
+    return CourseIndex(load_path(manifest, check_files=False), load_progress(), lang)
 
 
 def sync_index_notebook(notebook: str | Path, manifest: str | Path | None = None, *, write: bool = True) -> bool:

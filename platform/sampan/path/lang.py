@@ -124,7 +124,8 @@ def build_notebook(nb: Mapping, lang: str) -> dict:
 def check_bilingual(nb: Mapping) -> list[str]:
     """What keeps a bilingual notebook from being complete (an empty list when nothing does).
 
-    Every Markdown cell must be marked ``en`` or ``zh`` (the generated ``sampan-nav`` line aside); each ``en`` cell is followed by its ``zh`` cell;
+    Every Markdown cell must be marked ``en`` or ``zh`` (the generated ``sampan-nav`` line aside);
+    each ``en`` cell is followed by its ``zh`` cell;
     a ``zh`` cell is Chinese (:func:`cjk_share` at least :data:`MIN_CJK_SHARE`); only Markdown cells
     carry a language, so the code of the two built notebooks is the same.
 
@@ -158,6 +159,7 @@ def check_bilingual(nb: Mapping) -> list[str]:
 
 
 _STRIP = [re.compile(p, re.S) for p in (
+    r"<!-- sampan-path:begin -->.*?<!-- sampan-path:end -->",  # the course listing, generated from path.yaml
     r"```.*?```", r"`[^`]*`", r"\$\$.*?\$\$", r"\$[^$]*\$", r"<[^>]+>", r"\]\([^)]*\)", r"https?://\S+",
     r"（[^）]*）", r"\([^)]*\)")]
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -166,7 +168,8 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 
 def cjk_share(text: str) -> float:
     """The share of Chinese in ``text``'s prose: CJK characters / (CJK characters + Latin words), after
-    removing code, math, HTML tags, link targets and bracketed terms; 1.0 when no prose is left.
+    removing code, math, HTML tags, link targets, bracketed terms and the generated course listing
+    (:mod:`sampan.path.index`); 1.0 when no prose is left.
 
     Example:
         >>> cjk_share("动态图（dynamic graph）便于调试，`to_static` 转为静态图。")
@@ -203,7 +206,7 @@ def build_file(source: str | Path, target: str | Path, lang: str) -> Path:
     ``target``, unless ``target`` is already newer than ``source``. Returns ``target``.
 
     Example:
-        >>> build_file("notebooks/dashboards/digit_playground.ipynb", "/tmp/zh/digit_playground.ipynb", "zh")  # doctest: +SKIP
+        >>> build_file("notebooks/dashboards/digit_playground.ipynb", "zh/digit_playground.ipynb", "zh")  # doctest: +SKIP
     """
     from sampan.utils.io import atomic_write_text
 
@@ -220,7 +223,8 @@ def build_file(source: str | Path, target: str | Path, lang: str) -> Path:
 
 
 def built_course_dir(lang: str) -> Path:
-    """Where ``sampan lab --lang`` and ``sampan path run --lang`` keep the built course: ``<data home>/courses/<lang>``."""
+    """Where ``sampan lab --lang`` and ``sampan dashboard --lang`` keep the built course:
+    ``<data home>/courses/<lang>``."""
     from sampan.utils.io import data_home
 
     return data_home() / "courses" / normalize_language(lang)

@@ -190,7 +190,7 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
     from sampan.path.report import write_report
 
     write_report(report)
-    with _lesson_env(data_dir), _progress_bar(lessons, progress) as bar:
+    with _lesson_env(data_dir, lang), _progress_bar(lessons, progress) as bar:
         failed: set[str] = set()
         for lesson_obj, result in zip(lessons, report.lessons):
             bar.set_description(lesson_obj.id)
@@ -401,10 +401,11 @@ def _blocked_by(lesson: Lesson, path: LearningPath, failed: set[str]) -> str:
 
 
 @contextlib.contextmanager
-def _lesson_env(data_dir: Path) -> Iterator[None]:
-    """``SAMPAN_DATA`` and the runner flag for the lessons' kernels (inherited from this process)."""
-    saved = {k: os.environ.get(k) for k in ("SAMPAN_DATA", RUNNER_ENV, "SAMPAN_LESSON")}
+def _lesson_env(data_dir: Path, lang: str = "en") -> Iterator[None]:
+    """``SAMPAN_DATA``, ``SAMPAN_LANG`` and the runner flag for the lessons' kernels (inherited from this process)."""
+    saved = {k: os.environ.get(k) for k in ("SAMPAN_DATA", RUNNER_ENV, "SAMPAN_LESSON", "SAMPAN_LANG")}
     os.environ["SAMPAN_DATA"] = str(data_dir)
+    os.environ["SAMPAN_LANG"] = lang  # sampan.path.lang.default_language() in the kernel
     os.environ[RUNNER_ENV] = "1"
     try:
         yield

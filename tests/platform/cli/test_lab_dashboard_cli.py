@@ -9,11 +9,13 @@ from sampan.utils.io import repo_root
 
 
 def test_lab_command_binds_localhost_with_a_token_on_the_index(capsys):
-    assert main(["lab", "--dry-run", "--no-browser", "--port", "0"]) == 0
+    from sampan.path.lang import built_course_dir
+
+    assert main(["lab", "--dry-run", "--no-browser", "--port", "0", "--lang", "en"]) == 0
     cmd = capsys.readouterr().out.split()
     assert cmd[1:3] == ["-m", "jupyterlab"]
     assert "--ServerApp.ip=127.0.0.1" in cmd and not any("token" in w.lower() for w in cmd)  # env: tests/security
-    assert f"--ServerApp.root_dir={repo_root() / 'notebooks'}" in cmd
+    assert f"--ServerApp.root_dir={built_course_dir('en')}" in cmd  # notebooks/ built in English
     assert "--LabApp.default_url=/lab/tree/index.ipynb" in cmd and "--ServerApp.open_browser=False" in cmd
     assert (repo_root() / "notebooks" / "index.ipynb").is_file()
 

@@ -64,8 +64,6 @@ def test_lab_in_chinese_has_the_zh_cn_locale_and_serves_the_chinese_course(zh_la
 
 
 def test_lab_dry_run_in_each_language(monkeypatch, tmp_path, capsys):
-    from sampan.utils.io import repo_root
-
     monkeypatch.setenv("SAMPAN_DATA", str(tmp_path))
     assert main(["lab", "--dry-run", "--no-browser", "--port", "0", "--lang", "zh"]) == 0
     cmd = capsys.readouterr().out.split()
@@ -74,7 +72,7 @@ def test_lab_dry_run_in_each_language(monkeypatch, tmp_path, capsys):
     assert not (tmp_path / "courses").exists()  # a dry run builds nothing
     assert main(["lab", "--dry-run", "--no-browser", "--port", "0", "--lang", "en"]) == 0
     cmd = capsys.readouterr().out.split()
-    assert f"--ServerApp.root_dir={repo_root() / 'notebooks'}" in cmd and not any("user_settings" in w for w in cmd)
+    assert f"--ServerApp.root_dir={tmp_path / 'courses' / 'en'}" in cmd and not any("user_settings" in w for w in cmd)
 
 
 def test_dashboard_in_chinese_serves_the_chinese_build(monkeypatch, tmp_path, capsys):

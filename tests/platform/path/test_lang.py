@@ -140,3 +140,23 @@ def test_report_html_is_written_in_the_run_language():
     assert not re.search(r"\b(passed|failed|skipped|not run|Stage|Lesson|Duration|expected|mode)\b", visible), visible
     assert '<html lang="en">' in en and "Learning-path report" in en and "1 passed" in en
     assert MESSAGES["en"].keys() == MESSAGES["zh"].keys()
+
+
+def test_course_index_and_its_listing_in_chinese(tmp_path, monkeypatch):
+    from sampan.path import load_path
+    from sampan.path.index import course_index, index_markdown, sync_index_notebook
+
+    manifest = _manifest(tmp_path, "{en: Hello, zh: 你好}")
+    zh = index_markdown(load_path(manifest), "zh")
+    assert "### 入门" in zh and "[你好](a.ipynb)" in zh and "[Bee（英文）](b.ipynb)" in zh
+    monkeypatch.setenv("SAMPAN_LANG", "zh")  # what `sampan lab --lang zh` gives the kernel
+    page = course_index(manifest)._repr_html_()
+    assert "你的学习进度：已完成 0/2 节课" in page and ">你好</a>" in page
+    assert "Your progress: 0/2" in course_index(manifest, lang="en")._repr_html_()
+    marked = "<!-- sampan-path:begin -->\n<!-- sampan-path:end -->"
+    index = tmp_path / "index.ipynb"
+    index.write_text(json.dumps(_lesson(_md("## Path\n" + marked, "en"), _md("## 路线\n" + marked, "zh"))))
+    assert sync_index_notebook(index, manifest) is True
+    cells = [c["source"] for c in json.loads(index.read_text(encoding="utf-8"))["cells"]]
+    assert "[Hello](a.ipynb)" in "".join(cells[0]) and "[你好](a.ipynb)" in "".join(cells[1])
+    assert sync_index_notebook(index, manifest) is False  # in sync now

@@ -8,8 +8,10 @@ import sampan.path
 from sampan.cli import main
 
 # emits a sampan.record output without importing torch in the kernel (as tests/platform/path/conftest.py does)
-RECORD = ("from IPython.display import display\n"
-          "display({'application/vnd.sampan.record+json': {'name': 'acc', 'value': 0.9}}, raw=True)\n")
+RECORD = ("import os\nfrom IPython.display import display\n"
+          "display({'application/vnd.sampan.record+json': {'name': 'acc', 'value': 0.9}}, raw=True)\n"
+          "display({'application/vnd.sampan.record+json': {'name': 'lang', 'value': os.environ['SAMPAN_LANG']}},"
+          " raw=True)\n")
 
 
 def _bilingual(planted):
@@ -37,7 +39,8 @@ def test_path_run_in_chinese_runs_the_chinese_lesson_and_writes_a_chinese_report
     assert markdown == ["# 一节示例课程"] and executed.metadata["sampan"]["language"] == "zh"
     page = (run_dir / "report.html").read_text(encoding="utf-8")
     assert '<html lang="zh-CN">' in page and "学习路线报告" in page and "你好" in page and "1 通过" in page
-    assert sampan.path.load_report(run_dir)["language"] == "zh"
+    report = sampan.path.load_report(run_dir)
+    assert report["language"] == "zh" and report["lessons"][0]["records"]["lang"] == "zh"  # the kernel's language
     # progress is per lesson: done in Chinese is done in English
     assert sampan.path.load_progress()["hello"]["status"] == "passed"
     assert main(["path", "--manifest", str(manifest), "list", "--lang", "en"]) == 0

@@ -55,3 +55,33 @@ def test_without_any_cjk_font_the_user_is_told_what_to_install(rc, monkeypatch):
     with pytest.warns(UserWarning, match=r"drawn as boxes\. HINT: .*apt-get install fonts-noto-cjk"):
         assert fonts.use_cjk_font() is None
     assert matplotlib.rcParams["font.family"] == ["sans-serif"]
+
+
+def test_the_sampan_kernel_adds_the_cjk_font_before_the_first_plotting_cell(tmp_path, monkeypatch):
+    """kernels/sampan/kernel.json's start-up hook, in a real kernel installed from it."""
+    from jupyter_client.manager import start_new_kernel
+
+    from sampan.cli import main
+
+    assert main(["kernel", "install", "--prefix", str(tmp_path)]) == 0
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share" / "jupyter"))
+    km, kc = start_new_kernel(kernel_name="sampan", startup_timeout=120)
+    try:
+        before = kc.execute_interactive("import sys\nprint(sorted({'torch', 'matplot' + 'lib'} & set(sys.modules)))",
+                                        timeout=60, output_hook=(out := _Out()))
+        assert before["content"]["status"] == "ok" and out.text == "[]\n"  # a kernel that never plots pays nothing
+        kc.execute_interactive("import matplotlib.pyplot as plt\nprint(plt.rcParams['font.family'])",
+                               timeout=120, output_hook=(out := _Out()))
+        assert out.text == f"['sans-serif', '{cjk_font()}']\n"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+class _Out:
+    def __init__(self):
+        self.text = ""
+
+    def __call__(self, msg):
+        if msg["msg_type"] == "stream":
+            self.text += msg["content"]["text"]

@@ -14,7 +14,7 @@ from sampan.callbacks.history import History
 from sampan.callbacks.model_checkpoint import ModelCheckpoint
 from sampan.callbacks.progress import ProgressBar
 from sampan.callbacks.terminate_on_nan import TerminateOnNaN
-from sampan.errors import SampanError, bad_argument, check_int
+from sampan.errors import SampanError, bad_argument, check_int, first_line
 from sampan.hapi import _guards
 from sampan.hapi import checkpoint as ckpt
 from sampan.hapi import loop
@@ -450,7 +450,9 @@ class Model:
             from sampan import jit
 
             specs = self._export_specs(path, export_kwargs.pop("input_spec", None))
-            return jit.save(self.network, path, input_spec=specs, **export_kwargs)
+            target = jit.save(self.network, path, input_spec=specs, **export_kwargs)
+            self._keep_export_with_run(Path(target))
+            return target
         target = ckpt.checkpoint_file(path)
         if self._strategy.is_main:
             payload = {
@@ -466,6 +468,21 @@ class Model:
             ckpt.save_checkpoint(target, payload)
         self._strategy.barrier()
         return target
+
+    def _keep_export_with_run(self, target: Path) -> None:
+        """An export of a model whose last ``fit`` was recorded goes into that run's ``exports/`` artifacts."""
+        run_id = next((c.run_id for c in self._callbacks if getattr(c, "run_id", None)), None)
+        if run_id is None:
+            return
+        from sampan.experiments import log_artifact
+
+        for file in (target, target.with_suffix(".meta.json")):
+            if file.is_file():
+                try:
+                    log_artifact(file, run_id=run_id)
+                except Exception as exc:  # the export itself is written; a store problem must not undo it
+                    warnings.warn(f"The export {file} is written, but could not be kept with run {run_id}: "
+                                  f"{first_line(exc)}", RuntimeWarning, stacklevel=3)
 
     def load(self, path: str | os.PathLike, skip_mismatch: bool = False, reset_optimizer: bool = False,
              _restore_rng: bool = False, _payload: dict | None = None) -> "Model":

@@ -114,18 +114,40 @@ def compare(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-8) 
     return None
 
 
-def _say(name: str, problem: str | None, hint: str) -> bool:
+# The fixed words of the feedback, in the lesson's language (SAMPAN_LANG, set by `sampan lab|path run --lang`);
+# a hint may be a str or {"en": ..., "zh": ...}. What `compare` finds wrong stays English for now.
+_WORDS = {
+    "en": {"right": "right", "hint": ". HINT: ", "no_answer": "no answer yet",
+           "score": "{passed}/{total} exercises right", "todo": "; still to do: {names}",
+           "complete": "all {total} exercises right: lesson {lesson!r} complete"},
+    "zh": {"right": "正确", "hint": "。提示：", "no_answer": "还没有作答",
+           "score": "答对 {passed}/{total} 道练习", "todo": "；还需完成：{names}",
+           "complete": "全部 {total} 道练习都答对了：课程 {lesson!r} 已完成"},
+}
+
+
+def _words() -> dict[str, str]:
+    from sampan.path.lang import default_language
+
+    return _WORDS[default_language()]
+
+
+def _say(name: str, problem: str | None, hint: str | dict[str, str]) -> bool:
+    from sampan.path.lang import default_language, localized
+
+    words = _words()
     if problem is None:
-        print(f"{RIGHT} {name}: right")
+        print(f"{RIGHT} {name}: {words['right']}")
         return True
     message = f"{WRONG} {name}: {problem}"
+    hint = localized(hint, default_language())
     if hint:
-        message += f". HINT: {hint}"
+        message += words["hint"] + hint
     print(message)
     return False
 
 
-def check(name: str, got: Any, expected: Any = _MISSING, *, hint: str = "", rtol: float = 1e-5,
+def check(name: str, got: Any, expected: Any = _MISSING, *, hint: str | dict[str, str] = "", rtol: float = 1e-5,
           atol: float = 1e-8, problem: str | None = None) -> bool:
     """Checks one answer and prints ``✔ name: right`` or ``✘ name: what is wrong. HINT: ...``.
 
@@ -133,7 +155,8 @@ def check(name: str, got: Any, expected: Any = _MISSING, *, hint: str = "", rtol
         name: the exercise's short name (a Python identifier is best: it becomes ``exercise_<name>``).
         got: the learner's value; without ``expected`` it is a condition (truthy means right).
         expected: the right value, compared with :func:`compare`.
-        hint: what to try when it is wrong.
+        hint: what to try when it is wrong: a str, or ``{"en": ..., "zh": ...}`` for a bilingual lesson
+            (shown in the language of ``SAMPAN_LANG`` / the locale).
         rtol, atol: tolerances for numbers and arrays.
         problem: with a condition, what to say when it is false.
 
@@ -143,7 +166,8 @@ def check(name: str, got: Any, expected: Any = _MISSING, *, hint: str = "", rtol
     if not isinstance(name, str) or not name.strip():
         raise ValueError(bad_argument("name", name, "a non-empty str naming the exercise", 'check("q1", ...)'))
     if expected is _MISSING:
-        found = None if got else (problem or ("no answer yet" if got is None else f"the condition is {_short(got)}"))
+        unanswered = _words()["no_answer"] if got is None else f"the condition is {_short(got)}"
+        found = None if got else (problem or unanswered)
     else:
         found = compare(got, expected, rtol=rtol, atol=atol)
     ok = _say(name, found, hint)
@@ -177,7 +201,7 @@ class Exercises:
         return self.results[name]
 
     def check_function(self, name: str, fn: Callable, cases: Iterable[tuple[Sequence[Any], Any]], *,
-                       hint: str = "", rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+                       hint: str | dict[str, str] = "", rtol: float = 1e-5, atol: float = 1e-8) -> bool:
         """Calls ``fn(*args)`` for each ``(args, expected)`` case; an exception counts as wrong.
 
         The first failing case is reported with its arguments.
@@ -211,9 +235,11 @@ class Exercises:
         _report(self.lesson, self.results)
         if total == 0 or passed < total:
             missing = [n for n, ok in self.results.items() if not ok]
-            print(f"{passed}/{total} exercises right" + (f"; still to do: {', '.join(missing)}" if missing else ""))
+            words = _words()
+            print(words["score"].format(passed=passed, total=total)
+                  + (words["todo"].format(names=", ".join(missing)) if missing else ""))
             return False
-        print(f"{RIGHT} all {total} exercises right: lesson {self.lesson!r} complete")
+        print(f"{RIGHT} " + _words()["complete"].format(total=total, lesson=self.lesson))
         _mark_done(self.lesson)
         return True
 

@@ -4,7 +4,8 @@ matplotlib draws a box (and warns ``Glyph ... missing from font(s) DejaVu Sans``
 character unless a font that has it is among the families of ``rcParams["font.family"]``. :func:`use_cjk_font`
 appends the first CJK font it finds to that list, so Latin text looks exactly as before and each Chinese
 glyph falls back to the CJK font (matplotlib ≥ 3.6 falls back glyph by glyph across ``font.family``).
-The Sampan kernel calls it at start-up (``kernels/kernel.json``), and so does ``sampan_widgets`` before it draws.
+The Sampan kernel calls it before the first cell that uses matplotlib (a ``pre_run_cell`` hook set up by
+``kernels/sampan/kernel.json``), and ``sampan_widgets`` calls it before it draws.
 On Debian/Ubuntu ``apt-get install fonts-noto-cjk`` provides Noto Sans CJK SC (``.ci/run`` installs it).
 
 Example:

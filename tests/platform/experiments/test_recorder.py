@@ -117,3 +117,23 @@ def test_an_export_is_kept_with_the_latest_run(fresh_store, blobs, mlp, tmp_path
     run_id = ex.log_artifact(export)
     assert run_id == ex.last_run_id() and ex.search_runs()[0].info.run_id == run_id
     assert [f.path for f in ex.client().list_artifacts(run_id, "exports")] == [f"exports/{export.name}"]
+
+
+def test_an_export_of_a_recorded_model_goes_with_its_run(fresh_store, blobs, mlp, tmp_path, one_thread):
+    model = _fit(mlp(), blobs)
+    target = model.save(tmp_path / "mlp", training=False)
+    run_id = ex.last_run_id()
+    kept = sorted(f.path for f in ex.client().list_artifacts(run_id, "exports"))
+    assert kept == ["exports/mlp.meta.json", f"exports/{target.name}"]
+    # the kept copy is the exported file itself, byte for byte
+    local = ex.client().download_artifacts(run_id, f"exports/{target.name}", str(tmp_path / "back"))
+    assert open(local, "rb").read() == target.read_bytes()
+
+
+def test_an_export_of_an_unrecorded_fit_is_kept_nowhere(fresh_store, blobs, mlp, tmp_path, monkeypatch,
+                                                        one_thread):
+    monkeypatch.setenv("SAMPAN_TRACKING", "0")
+    model = _fit(mlp(), blobs)
+    target = model.save(tmp_path / "mlp", training=False)
+    assert target.is_file()
+    assert ex.search_runs() == []  # no run was made, and the export did not make one

@@ -160,3 +160,19 @@ def test_course_index_and_its_listing_in_chinese(tmp_path, monkeypatch):
     cells = [c["source"] for c in json.loads(index.read_text(encoding="utf-8"))["cells"]]
     assert "[Hello](a.ipynb)" in "".join(cells[0]) and "[你好](a.ipynb)" in "".join(cells[1])
     assert sync_index_notebook(index, manifest) is False  # in sync now
+
+
+def test_exercise_feedback_in_the_lesson_language(monkeypatch, capsys):
+    from sampan.path.exercise import Exercises
+
+    hint = {"en": "multiply by 4 bytes", "zh": "再乘以 4 字节"}
+    monkeypatch.setenv("SAMPAN_LANG", "zh")
+    ex = Exercises("demo")
+    assert ex.check("size", 1, expected=2, hint=hint) is False and ex.check("name", "a", expected="a") is True
+    assert ex.done() is False
+    out = capsys.readouterr().out
+    assert "✘ size: expected 2, got 1。提示：再乘以 4 字节" in out and "✔ name: 正确" in out
+    assert "答对 1/2 道练习；还需完成：size" in out
+    monkeypatch.setenv("SAMPAN_LANG", "en")
+    Exercises("demo").check("size", 1, expected=2, hint=hint)
+    assert "✘ size: expected 2, got 1. HINT: multiply by 4 bytes" in capsys.readouterr().out

@@ -76,3 +76,37 @@ def test_lab_in_chinese_shows_chinese_menus_and_the_chinese_lesson(zh_lab, page)
     page.locator(".jp-NotebookPanel .jp-RenderedMarkdown h1", has_text="环境检查").first.wait_for(timeout=WAIT)
     (REPO / "docs" / "images").mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(REPO / "docs" / "images" / "lab-zh.png"))
+
+
+def test_a_dashboard_in_chinese_in_voila(server_env, page, tmp_path):
+    import socket
+
+    token, port = uuid.uuid4().hex, free_port()
+    env = dict(server_env, SAMPAN_DASHBOARD_TOKEN=token, SAMPAN_DATA=str(tmp_path / "data"), OMP_NUM_THREADS="1",
+               SAMPAN_RUNS_DIR=str(tmp_path / "runs"))
+    log = tmp_path / "voila.log"
+    proc = subprocess.Popen([sys.executable, "-m", "sampan", "dashboard", "path_report", "--port", str(port),
+                             "--lang", "zh"], stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=str(REPO))
+    try:
+        deadline = time.time() + 120
+        while True:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.time() < deadline, f"Voilà did not start:\n{log.read_text()[-3000:]}"
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.3)
+        page.goto(f"http://127.0.0.1:{port}/?token={token}", timeout=WAIT)
+        page.locator("h1", has_text="学习路线报告").wait_for(timeout=WAIT)
+        assert page.locator("h1", has_text="Learning-path reports").count() == 0
+        page.locator(".jupyter-widgets").first.wait_for(timeout=WAIT)  # the page is built: its widgets are drawn
+        # the Chinese part only: below it the widgets name this test's tmp folder (and are still English)
+        page.screenshot(path=str(REPO / "docs" / "images" / "dashboard-zh.png"),
+                        clip={"x": 0, "y": 0, "width": 1280, "height": 140})
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)

@@ -61,3 +61,18 @@ def test_every_bilingual_lesson_runs_in_chinese_within_its_ranges(lesson, tmp_pa
     executed = nbformat.read(report.run_dir / result.output, as_version=4)
     assert executed.metadata["sampan"]["language"] == "zh"
     assert all(c.metadata.get("sampan", {}).get("lang") in (None, "zh") for c in executed.cells)
+    printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
+    assert "道练习都答对了" in printed, printed[-2000:]  # the exercise feedback speaks the lesson's language
+
+
+def test_the_course_builds_in_each_language_with_its_navigation_line(tmp_path):
+    from sampan.path.lang import build_course
+
+    for lang, head, index_title in (("en", "**Learning path** · ", "The learning path"), ("zh", "**学习路线** · ", "学习路线")):
+        dest = build_course(lang, tmp_path / lang, NOTEBOOKS)
+        lesson = json.loads((dest / "01-beginner" / "environment_check.ipynb").read_text(encoding="utf-8"))
+        nav = [c for c in lesson["cells"] if "sampan-nav" in c["metadata"].get("tags", [])]
+        assert len(nav) == 1 and "".join(nav[0]["source"]).startswith(head), nav
+        index = json.loads((dest / "index.ipynb").read_text(encoding="utf-8"))
+        assert sum(index_title in "".join(c["source"]) for c in index["cells"]) == 1
+        assert (dest / "path.yaml").read_bytes() == (NOTEBOOKS / "path.yaml").read_bytes()

@@ -5,6 +5,8 @@ page, tracebacks are not sent to the browser, and the browser may not send
 execution requests (Voilà only forwards widget messages to the kernel). The page
 needs a token (random unless ``$SAMPAN_DASHBOARD_TOKEN`` gives one), which reaches
 Voilà through its environment (``JUPYTER_TOKEN``), never on a command line.
+``--lang en|zh`` (default from the locale) serves the dashboard built in that language
+(``$SAMPAN_DATA/courses/<lang>/dashboards/``, ``sampan.path.lang``).
 
 Examples:
     sampan dashboard digit_playground
@@ -77,19 +79,15 @@ def run(args) -> int:
         print(f"sampan dashboard: {msg}", file=sys.stderr)
         return 2
     port = free_port(args.port)
-    notebook, lang = found[args.name], chosen_language(args)
-    if lang != "en":  # the dashboard built in that language, beside the built course
-        from sampan.path.lang import built_course_dir
+    from sampan.path.lang import build_file, built_course_dir
 
-        notebook = built_course_dir(lang) / "dashboards" / notebook.name
+    lang = chosen_language(args)
+    notebook = built_course_dir(lang) / "dashboards" / found[args.name].name  # built in that language
     cmd = command(notebook, port=port, open_browser=args.open)
     if args.dry_run:
         print(" ".join(cmd))
         return 0
-    if lang != "en":
-        from sampan.path.lang import build_file
-
-        build_file(found[args.name], notebook, lang)
+    build_file(found[args.name], notebook, lang)
     ensure_kernel()
     token = new_token("SAMPAN_DASHBOARD_TOKEN")
     print(f"Sampan dashboard {args.name}: http://127.0.0.1:{port}/?token={token}", flush=True)

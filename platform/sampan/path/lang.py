@@ -104,8 +104,9 @@ def is_bilingual(nb: Mapping) -> bool:
     return set(LANGUAGES) <= set(notebook_languages(nb))
 
 
-def build_notebook(nb: Mapping, lang: str) -> dict:
-    """The single-language notebook: shared cells plus the cells of ``lang``, in order.
+def build_notebook(nb: Mapping, lang: str, nav: str | None = None) -> dict:
+    """The single-language notebook: shared cells plus the cells of ``lang``, in order; ``nav`` replaces the
+    generated navigation line (``sampan-nav``: :func:`sampan.path.navigation.nav_line` in ``lang``).
 
     Example:
         >>> nb = {"metadata": {}, "cells": [{"cell_type": "markdown", "source": "Hi",
@@ -117,6 +118,9 @@ def build_notebook(nb: Mapping, lang: str) -> dict:
     lang = normalize_language(lang)
     out = copy.deepcopy(dict(nb))
     out["cells"] = [c for c in out["cells"] if cell_language(c) in (None, lang)]
+    for cell in out["cells"]:
+        if nav is not None and _GENERATED in (cell.get("metadata") or {}).get("tags", []):
+            cell["source"] = nav
     out.setdefault("metadata", {}).setdefault("sampan", {})["language"] = lang
     return out
 
@@ -193,17 +197,32 @@ def build_course(lang: str, dest: str | Path, source: str | Path | None = None) 
     lang = normalize_language(lang)
     source = Path(source) if source is not None else _course_root()
     dest = Path(dest)
+    navs = _nav_lines(source / "path.yaml", lang)
     for file in sorted(source.rglob("*")):
         rel = file.relative_to(source)
         if file.is_dir() or any(p.startswith(".") for p in rel.parts) or "__pycache__" in rel.parts:
             continue
-        build_file(file, dest / rel, lang)
+        build_file(file, dest / rel, lang, nav=navs.get(file.resolve()))
     return dest
 
 
-def build_file(source: str | Path, target: str | Path, lang: str) -> Path:
+def _nav_lines(manifest: Path, lang: str) -> dict[Path, str]:
+    """``{notebook: its navigation line in lang}`` for the lessons of ``manifest`` (none when it is missing or
+    invalid: the lines stay as written; `sampan path list` names what is wrong with it)."""
+    from sampan.path.manifest import PathManifestError, load_path
+    from sampan.path.navigation import nav_line
+
+    try:
+        path = load_path(manifest, check_files=False)
+    except (PathManifestError, FileNotFoundError):
+        return {}
+    return {lesson.notebook: nav_line(path, lesson.id, lang) for lesson in path.lessons}
+
+
+def build_file(source: str | Path, target: str | Path, lang: str, nav: str | None = None) -> Path:
     """Writes ``source`` built in ``lang`` (a notebook: :func:`build_notebook`; any other file: a copy) to
-    ``target``, unless ``target`` is already newer than ``source``. Returns ``target``.
+    ``target``, unless ``target`` is already newer than ``source``; ``nav``: see :func:`build_notebook`.
+    Returns ``target``.
 
     Example:
         >>> build_file("notebooks/dashboards/digit_playground.ipynb", "zh/digit_playground.ipynb", "zh")  # doctest: +SKIP
@@ -214,12 +233,39 @@ def build_file(source: str | Path, target: str | Path, lang: str) -> Path:
     if target.is_file() and target.stat().st_mtime >= source.stat().st_mtime:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    _keep_learners_edits(target)
     if source.suffix == ".ipynb":
-        nb = build_notebook(json.loads(source.read_text(encoding="utf-8")), lang)
+        nb = build_notebook(json.loads(source.read_text(encoding="utf-8")), lang, nav)
         atomic_write_text(target, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     else:
         shutil.copy2(source, target)
+    atomic_write_text(_stamp(target), _sha256(target))
     return target
+
+
+def _stamp(target: Path) -> Path:
+    """Beside each built file, the sha256 of what was built: a copy that differs was edited by the learner."""
+    return target.with_name(f".{target.name}.built")
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _keep_learners_edits(target: Path) -> None:
+    """A course update never overwrites a learner's work: an edited copy is moved aside first and named."""
+    import time
+    import warnings
+
+    stamp = _stamp(target)
+    if not target.is_file() or (stamp.is_file() and stamp.read_text().strip() == _sha256(target)):
+        return
+    kept = target.with_name(f"{target.stem}.mine-{time.strftime('%Y%m%d-%H%M%S')}{target.suffix}")
+    target.rename(kept)
+    warnings.warn(f"The course's {target.name} was updated; your edited copy is kept as {kept.name}.",
+                  UserWarning, stacklevel=3)
 
 
 def built_course_dir(lang: str) -> Path:

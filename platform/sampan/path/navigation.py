@@ -25,16 +25,27 @@ TAG = "sampan-nav"
 _STRAY = re.compile(r"(?<![\w`])(Next|Previous):", re.IGNORECASE)  # a hand-written navigation line
 
 
-def _link(lesson: Lesson, start: Path) -> str:
-    return f"[{lesson.title}]({Path(os.path.relpath(lesson.notebook, start.parent)).as_posix()})"
+_WORDS = {  # the line in each language of sampan.path.lang (the sources hold English; the Chinese build its own)
+    "en": {"head": "**Learning path** · {stage}, lesson {n} of {total}", "previous": "Previous: ", "next": "Next: ",
+           "next_stage": " (next stage: {stage})", "last": "the last lesson of the path", "all": "All lessons"},
+    "zh": {"head": "**学习路线** · {stage}，第 {n} 课，共 {total} 课", "previous": "上一课：", "next": "下一课：",
+           "next_stage": "（下一阶段：{stage}）", "last": "这是学习路线的最后一课", "all": "全部课程"},
+}
 
 
-def nav_line(path: LearningPath, lesson_id: str) -> str:
+def _link(lesson: Lesson, start: Path, lang: str = "en") -> str:
+    from sampan.path.lang import lesson_title
+
+    return f"[{lesson_title(lesson, lang)}]({Path(os.path.relpath(lesson.notebook, start.parent)).as_posix()})"
+
+
+def nav_line(path: LearningPath, lesson_id: str, lang: str = "en") -> str:
     """The navigation line of one lesson, from the manifest's order.
 
     Args:
         path: the learning path (:func:`sampan.path.load_path`).
         lesson_id: a lesson of ``path``.
+        lang: ``"en"`` (the line in the source notebooks) or ``"zh"`` (the Chinese build's line).
 
     Example:
         >>> from sampan.path import load_path
@@ -47,17 +58,18 @@ def nav_line(path: LearningPath, lesson_id: str) -> str:
         path.lesson(lesson_id)  # raises the manifest's error naming the known lessons
     stage, lesson = order[index]
     number = [s.id for s in stage.lessons].index(lesson.id) + 1
-    parts = [f"**Learning path** · {stage.title}, lesson {number} of {len(stage.lessons)}"]
+    words = _WORDS[lang]
+    parts = [words["head"].format(stage=stage.text("title", lang), n=number, total=len(stage.lessons))]
     if index > 0:
-        parts.append(f"Previous: {_link(order[index - 1][1], lesson.notebook)}")
+        parts.append(words["previous"] + _link(order[index - 1][1], lesson.notebook, lang))
     if index + 1 < len(order):
         next_stage, next_lesson = order[index + 1]
-        other = f" (next stage: {next_stage.title})" if next_stage.id != stage.id else ""
-        parts.append(f"Next: {_link(next_lesson, lesson.notebook)}{other}")
+        other = words["next_stage"].format(stage=next_stage.text("title", lang)) if next_stage.id != stage.id else ""
+        parts.append(words["next"] + _link(next_lesson, lesson.notebook, lang) + other)
     else:
-        parts.append("the last lesson of the path")
+        parts.append(words["last"])
     index_nb = path.root / "index.ipynb"
-    parts.append(f"[All lessons]({Path(os.path.relpath(index_nb, lesson.notebook.parent)).as_posix()})")
+    parts.append(f"[{words['all']}]({Path(os.path.relpath(index_nb, lesson.notebook.parent)).as_posix()})")
     return " · ".join(parts)
 
 

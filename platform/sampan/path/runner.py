@@ -186,7 +186,7 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
                        manifest=str(path.file), language=lang)
     report.lessons = [LessonResult(x.id, x.stage, x.text("title", lang), x.relative_notebook(path.root))
                       for x in lessons]
-    lessons = [_in_language(x, lang, report.run_dir) for x in lessons]
+    lessons = [_in_language(x, lang, report.run_dir, path) for x in lessons]
     from sampan.path.report import write_report
 
     write_report(report)
@@ -211,12 +211,13 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
     return report
 
 
-def _in_language(lesson: Lesson, lang: str, run_dir: Path) -> Lesson:
+def _in_language(lesson: Lesson, lang: str, run_dir: Path, path: LearningPath) -> Lesson:
     """The lesson with its notebook built in ``lang`` (``<run>/sources/<stage>/<id>.ipynb``) when it is bilingual."""
     import dataclasses
     import json
 
     from sampan.path.lang import build_notebook, is_bilingual
+    from sampan.path.navigation import nav_line
     from sampan.utils.io import atomic_write_text
 
     nb = json.loads(lesson.notebook.read_text(encoding="utf-8"))
@@ -224,7 +225,8 @@ def _in_language(lesson: Lesson, lang: str, run_dir: Path) -> Lesson:
         return lesson
     built = run_dir / "sources" / lesson.stage / f"{lesson.id}.ipynb"
     built.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(built, json.dumps(build_notebook(nb, lang), indent=1, ensure_ascii=False) + "\n")
+    nav = nav_line(path, lesson.id, lang)
+    atomic_write_text(built, json.dumps(build_notebook(nb, lang, nav), indent=1, ensure_ascii=False) + "\n")
     return dataclasses.replace(lesson, notebook=built)
 
 

@@ -81,4 +81,5 @@ def test_dashboard_in_chinese_serves_the_chinese_build(monkeypatch, tmp_path, ca
     cmd = capsys.readouterr().out.split()
     assert cmd[3] == str(tmp_path / "courses" / "zh" / "dashboards" / "digit_playground.ipynb")
     assert main(["dashboard", "digit_playground", "--dry-run", "--port", "0", "--lang", "en"]) == 0
-    assert capsys.readouterr().out.split()[3].endswith("notebooks/dashboards/digit_playground.ipynb")
+    assert capsys.readouterr().out.split()[3] == str(tmp_path / "courses" / "en" / "dashboards" / "digit_playground.ipynb")
+    assert not (tmp_path / "courses").exists()  # a dry run builds nothing

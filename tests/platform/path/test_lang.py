@@ -95,6 +95,26 @@ def test_build_course_writes_each_notebook_in_one_language(tmp_path):
     assert (dest / "path.yaml").read_text() == "version: 1\n" and not (dest / ".ipynb_checkpoints").exists()
 
 
+
+def test_a_course_update_never_overwrites_a_learners_edits(tmp_path):
+    import os
+
+    from sampan.path.lang import build_file
+
+    source, target = tmp_path / "a.ipynb", tmp_path / "zh" / "a.ipynb"
+    source.write_text(json.dumps(_lesson(_md("Hi", "en"), _md("你好", "zh"))))
+    build_file(source, target, "zh")
+    source.write_text(json.dumps(_lesson(_md("Hi again", "en"), _md("又见面了", "zh"))))
+    os.utime(source, (target.stat().st_mtime + 10,) * 2)  # the course is updated after the build
+    build_file(source, target, "zh")  # an untouched copy is simply rebuilt
+    assert "又见面了" in target.read_text(encoding="utf-8") and len(list(target.parent.glob("a.mine-*"))) == 0
+    target.write_text(target.read_text(encoding="utf-8").replace("又见面了", "我的笔记"), encoding="utf-8")
+    os.utime(source, (target.stat().st_mtime + 10,) * 2)  # the learner edited, then the course changed again
+    with pytest.warns(UserWarning, match=r"your edited copy is kept as a\.mine-"):
+        build_file(source, target, "zh")
+    (kept,) = target.parent.glob("a.mine-*.ipynb")
+    assert "我的笔记" in kept.read_text(encoding="utf-8") and "又见面了" in target.read_text(encoding="utf-8")
+
 def _manifest(tmp_path, title):
     (tmp_path / "a.ipynb").write_text(json.dumps(_lesson(_md("Hi", "en"), _md("你好", "zh"))))
     (tmp_path / "b.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}))

@@ -95,9 +95,23 @@ def _client(uri: str):
     if db is None:
         return MlflowClient(tracking_uri=uri)
     with _file_lock(db.with_name(f".{db.name}.lock")):  # two processes creating one SQLite store race otherwise
+        if not db.exists():
+            _create(db)
         client = MlflowClient(tracking_uri=uri)
-        client.search_experiments(max_results=1)  # opens the store: creates or upgrades its tables
+        client.search_experiments(max_results=1)  # opens the store: upgrades its tables if MLflow is newer
     return client
+
+
+def _create(db: Path) -> None:
+    """Creates a new SQLite store beside ``db`` and renames it into place, so a process killed while
+    MLflow builds the tables (seconds of migrations) leaves no half-made store behind. Called under the lock."""
+    from mlflow.tracking import MlflowClient
+
+    for stale in db.parent.glob(f".{db.name}.*.new"):  # left by a creator that was killed
+        stale.unlink(missing_ok=True)
+    fresh = db.with_name(f".{db.name}.{os.getpid()}-{os.urandom(4).hex()}.new")  # new each try: MLflow caches stores
+    MlflowClient(tracking_uri=f"sqlite:///{fresh.as_posix()}").search_experiments(max_results=1)
+    os.replace(fresh, db)
 
 
 @contextlib.contextmanager

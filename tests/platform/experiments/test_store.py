@@ -42,3 +42,29 @@ def test_fit_refuses_an_unwritable_store_before_training(tmp_path, monkeypatch, 
     with pytest.raises(store.StoreError, match=str(blocker)):
         model.fit(blobs[0], epochs=1, verbose=0)
     assert model.global_step == 0
+
+
+def test_a_creator_that_dies_while_building_the_store_leaves_no_half_made_store(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from sampan.experiments import store
+
+    class Died(Exception):
+        pass
+
+    db = tmp_path / "runs" / "mlflow.db"
+    uri = f"sqlite:///{db.as_posix()}"
+    real = MlflowClient.search_experiments
+
+    def dies(self, *args, **kwargs):
+        real(self, *args, **kwargs)  # the tables are being built...
+        raise Died  # ...when the process is killed
+
+    monkeypatch.setattr(MlflowClient, "search_experiments", dies)
+    with pytest.raises(Died):
+        store.client(uri)
+    assert not db.exists() and len(list(db.parent.glob(".mlflow.db.*.new"))) == 1
+    monkeypatch.setattr(MlflowClient, "search_experiments", real)
+    client = store.client(uri)  # the next process builds it again, cleanly
+    assert db.exists() and not list(db.parent.glob(".mlflow.db.*.new"))
+    assert [e.name for e in client.search_experiments()] == ["Default"]

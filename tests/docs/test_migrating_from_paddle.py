@@ -36,5 +36,6 @@ def _subsections(text: str, section: str) -> list[str]:
 
 @pytest.mark.parametrize("heading, code", blocks(), ids=[h for h, _ in blocks()])
 def test_example_runs(heading, code, tmp_path, monkeypatch, one_thread):
+    assert re.search(r"^\s*(assert |with pytest\.raises)", code, re.M), f"the example of {heading!r} checks nothing"
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"{GUIDE.name} ({heading})", "exec"), {"__name__": "__guide__"})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from sampan.data._archives import extract_tar
 from sampan.errors import UnsafeFileError
 
 ARCHIVE = "cifar-10-python.tar.gz"
+ABSOLUTE = (Path(tempfile.gettempdir()) / "sampan-absolute-attack.txt").as_posix()  # an absolute member name
 
 
 def _tar(path: Path, members: list[tarfile.TarInfo]) -> Path:
@@ -42,7 +44,7 @@ def _benign(name: str = "cifar-10-batches-py/readme.html") -> tarfile.TarInfo:
 @pytest.mark.parametrize("evil, why", [
     (_member("../outside.txt"), "contains '..'"),
     (_member("cifar-10-batches-py/../../outside.txt"), "contains '..'"),
-    (_member("/tmp/sampan-absolute-attack.txt"), "has an absolute path"),
+    (_member(ABSOLUTE), "has an absolute path"),
     (_member("cifar-10-batches-py/data_batch_1", tarfile.SYMTYPE, "/etc/passwd"), "is a link"),
     (_member("cifar-10-batches-py/data_batch_2", tarfile.LNKTYPE, "../../outside.txt"), "is a link"),
     (_member("cifar-10-batches-py/null", tarfile.CHRTYPE), "is a device"),
@@ -54,7 +56,7 @@ def test_load_dataset_refuses_a_crafted_cifar_archive(data_home, evil, why):
         sampan.data.load_dataset("cifar10", "test")
     assert info.value.entry == evil.name
     assert not (data_home.parent / "outside.txt").exists()
-    assert not Path("/tmp/sampan-absolute-attack.txt").exists()
+    assert not Path(ABSOLUTE).exists()
     assert not (data_home / "cifar-10-batches-py").exists()  # nothing was written, not even the benign member
     assert [p.name for p in data_home.iterdir()] == [ARCHIVE]  # no staging folder left behind
 

@@ -38,7 +38,7 @@ def _worker(local_rank: int, payload: bytes, nprocs: int, port: int, threads: in
         os.environ[TIMEOUT_ENV] = str(timeout)
     torch.set_num_threads(threads)
     cloudpickle = require("cloudpickle")
-    fn, args = cloudpickle.loads(payload)
+    fn, args = cloudpickle.loads(payload)  # the learner's own function, pickled by this same launch (never a shared file)
     import torch.distributed as dist
 
     try:
@@ -162,6 +162,7 @@ def _first_failure(result_dir: str, nprocs: int, seen_rank: int, seen_text: str)
 
 
 def _load_result(path: Path) -> Any:
+    # written by our own ranks into the launch's private (0700) temporary folder: never a file from someone else
     return pickle.loads(path.read_bytes()) if path.is_file() else None
 
 

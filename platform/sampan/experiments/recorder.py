@@ -427,4 +427,4 @@ def _checkpoints(model: Any) -> list:
         if isinstance(cb, ModelCheckpoint) and cb.saved:
             best = [p for p in cb.saved if p.stem == "best"]
             found.append(best[-1] if best else cb.saved[-1])
-    return [p for p in dict.fromkeys(found) if p.exists()]
+    return [p.resolve() for p in dict.fromkeys(found) if p.exists()]  # absolute: the writer runs later, maybe elsewhere

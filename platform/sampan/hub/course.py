@@ -9,7 +9,7 @@ URL: the course comes from the folder the hub runs from.
 
 Example:
     >>> from pathlib import Path
-    >>> report = sync_course(Path("notebooks"), Path("/tmp/lee/course"))  # doctest: +SKIP
+    >>> report = sync_course(Path("notebooks"), Path("homes/lee/course"))  # doctest: +SKIP
     >>> report.kept  # files the learner changed  # doctest: +SKIP
     []
 """

@@ -41,8 +41,17 @@ def test_an_optimizer_over_another_networks_parameters_is_refused(mlp):
 def test_optimizers_that_own_the_network_pass_also_after_precision_setup(mlp):
     net = mlp()
     center = torch.nn.Parameter(torch.zeros(2))  # an extra parameter next to the network's is fine
-    sampan.Model(net).prepare(torch.optim.SGD([*net.parameters(), center], 0.1), torch.nn.CrossEntropyLoss())
+    model = sampan.Model(net).prepare(torch.optim.SGD([*net.parameters(), center], 0.1),
+                                      torch.nn.CrossEntropyLoss())
+    x, y = torch.randn(8, 16), torch.randint(0, 2, (8,))
+    before = net[0].weight.detach().clone()
+    model.train_batch(x, y)
+    assert not torch.equal(before, net[0].weight)  # the optimizer really trains this network
     net = mlp()
+    o2 = sampan.amp.AmpConfig(dtype="bf16", level="O2")
     model = sampan.Model(net).prepare(torch.optim.SGD(net.parameters(), 0.1), torch.nn.CrossEntropyLoss(),
-                                      amp=sampan.amp.AmpConfig(dtype="bf16", level="O2"), device="cpu")
-    model.prepare(model._optimizer, torch.nn.CrossEntropyLoss())  # re-prepared with fp32 master weights
+                                      amp=o2, device="cpu")
+    model.prepare(model._optimizer, torch.nn.CrossEntropyLoss(), amp=o2, device="cpu")  # fp32 master weights
+    before = [p.detach().clone() for p in model.network.parameters()]
+    model.train_batch(x, y)
+    assert any(not torch.equal(b, p) for b, p in zip(before, model.network.parameters()))

@@ -16,12 +16,11 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sampan.utils.io import atomic_write, atomic_write_json
+from sampan.utils.io import atomic_write, atomic_write_json, read_json_dict
 
 STATE = ".sampan-course.json"
 _SKIP = {".ipynb_checkpoints", "__pycache__", ".git"}
@@ -56,10 +55,7 @@ def sync_course(source: Path, dest: Path) -> SyncReport:
     """
     dest.mkdir(parents=True, exist_ok=True)
     state_file = dest / STATE
-    try:
-        state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {}
-    except (OSError, json.JSONDecodeError):
-        state = {}
+    state = read_json_dict(state_file)
     report = SyncReport()
     for rel, src in _course_files(source):
         target, key, new = dest / rel, rel.as_posix(), _sha256(src)

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sampan.errors import UnsafeFileError, bad_argument, first_line
-from sampan.utils.io import atomic_write, atomic_write_json, atomic_write_text, data_home
+from sampan.utils.io import atomic_write, atomic_write_json, atomic_write_text, data_home, read_json_dict
 
 LEARNER_HOME_ENV = "SAMPAN_LEARNER_HOME"
 INDEX = "index.ipynb"
@@ -71,14 +71,7 @@ def _catalog_file() -> Path:
 
 
 def _load_catalog() -> dict[str, dict]:
-    path = _catalog_file()
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return data.get("dashboards", {}) if isinstance(data, dict) else {}
+    return read_json_dict(_catalog_file(), "dashboards")
 
 
 def list_published() -> list[Published]:

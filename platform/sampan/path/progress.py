@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import os
 from pathlib import Path
 from typing import Any, Iterator
 
-from sampan.utils.io import atomic_write_json, data_home, writing_data_home
+from sampan.utils.io import atomic_write_json, data_home, read_json_dict, writing_data_home
 
 # set by the runner in a lesson's kernel: the runner, not the lesson, decides whether it passed
 RUNNER_ENV = "SAMPAN_PATH_RUNNER"
@@ -48,15 +47,7 @@ def _locked() -> Iterator[None]:
 
 def load_progress() -> dict[str, dict[str, Any]]:
     """``{lesson_id: {"status", "at", "source", ...}}``; empty when nothing is done yet."""
-    path = progress_file()
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    lessons = data.get("lessons", {}) if isinstance(data, dict) else {}
-    return lessons if isinstance(lessons, dict) else {}
+    return read_json_dict(progress_file(), "lessons")
 
 
 def update_progress(lesson_id: str, status: str, **fields: Any) -> dict[str, Any]:

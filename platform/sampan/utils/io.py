@@ -47,6 +47,18 @@ def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:
     return atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
 
+def read_json_dict(path: str | os.PathLike, key: str | None = None) -> dict:
+    """The JSON object in ``path`` (or its ``key`` entry); ``{}`` when the file is missing, unreadable,
+    not JSON or not an object — for state files that the next atomic write replaces whole."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    if key is not None:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
 def data_home() -> Path:
     """The data directory: ``$SAMPAN_DATA`` or ``~/.cache/sampan`` (never inside the package)."""
     env = os.environ.get("SAMPAN_DATA")

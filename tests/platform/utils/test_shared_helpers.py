@@ -38,3 +38,17 @@ def test_summary_and_pruning_count_a_quantized_model_alike():
     info = sampan.summary(q, (1, 16), print_table=False)
     assert info["total_params"] == count_params(q) == count_params(net) == 16 * 32 + 32 + 32 * 2 + 2
     assert info["flops"] == flops(q, torch.randn(1, 16)) == flops(net, torch.randn(1, 16))
+
+
+def test_read_json_dict_tolerates_what_an_atomic_rewrite_replaces(tmp_path):
+    from sampan.utils.io import atomic_write_json, read_json_dict
+
+    f = tmp_path / "state.json"
+    assert read_json_dict(f) == {}  # missing
+    f.write_bytes(b"\xff\xfe not json")
+    assert read_json_dict(f) == {}  # garbage
+    f.write_text("[1, 2]")
+    assert read_json_dict(f) == {}  # not an object
+    atomic_write_json(f, {"lessons": {"a": {"status": "done"}}, "other": 3})
+    assert read_json_dict(f, "lessons") == {"a": {"status": "done"}}
+    assert read_json_dict(f, "other") == {}  # an entry that is not an object

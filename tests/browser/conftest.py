@@ -15,7 +15,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from servers import stop, wait_until
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -37,42 +37,25 @@ def free_port() -> int:
 
 
 def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                if r.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"{url} did not answer within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
+    def answers() -> bool:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status == 200
+
+    wait_until(answers, proc, log, timeout, url)
 
 
 def _wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float) -> None:
     """Waits until the port accepts connections (a GET on Voilà's page would run the notebook)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+    def open_() -> bool:
         with socket.socket() as s:
             s.settimeout(1)
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.3)
-    raise TimeoutError(f"port {port} did not open within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(open_, proc, log, timeout, f"port {port}", pause=0.3)
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    stop(proc, grace=15)
 
 
 @dataclass

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from servers import stop
 import torch
 
 import sampan
@@ -81,9 +82,4 @@ def test_experiments_dashboard_compares_recorded_runs(server_env, page, tmp_path
         page.screenshot(path=str(IMAGES / "experiments.png"), full_page=True)
         assert not errors, errors
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop(proc)

@@ -5,11 +5,9 @@ Sampan's own commands (what `make lab` runs), each with a private data directory
 """
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -18,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
+from servers import stop, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGES = REPO / "docs" / "images"
@@ -34,30 +33,6 @@ def _port() -> int:
 def _start(args: list[str], env: dict, log: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "sampan", *args], stdout=log.open("w"), stderr=subprocess.STDOUT,
                             env=env, cwd=str(REPO))
-
-
-def _wait(check, proc: subprocess.Popen, log: Path, timeout: float = 120.0) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            if check():
-                return
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"server did not answer within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def _port_open(port: int) -> bool:
@@ -93,7 +68,7 @@ def test_sampan_lab_opens_the_course_index(env, page, tmp_path):
     proc = _start(["lab", "--no-browser", "--port", str(port)], dict(env, SAMPAN_LAB_TOKEN=token), log)
     try:
         status = f"http://127.0.0.1:{port}/api/status?token={token}"
-        _wait(lambda: urllib.request.urlopen(status, timeout=5).status == 200, proc, log)
+        wait_until(lambda: urllib.request.urlopen(status, timeout=5).status == 200, proc, log)
         # the token is required: without it the API refuses
         with pytest.raises(urllib.error.HTTPError):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents", timeout=10)
@@ -117,7 +92,7 @@ def test_sampan_lab_opens_the_course_index(env, page, tmp_path):
         page.screenshot(path=str(IMAGES / "lab-lesson.png"))
         assert not errors, errors
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def _serve(name: str, env: dict, tmp_path: Path) -> tuple[subprocess.Popen, str]:
@@ -125,7 +100,7 @@ def _serve(name: str, env: dict, tmp_path: Path) -> tuple[subprocess.Popen, str]
     log = tmp_path / f"{name}.log"
     token = uuid.uuid4().hex
     proc = _start(["dashboard", name, "--port", str(port)], dict(env, SAMPAN_DASHBOARD_TOKEN=token), log)
-    _wait(lambda: _port_open(port), proc, log)
+    wait_until(lambda: _port_open(port), proc, log)
     return proc, f"http://127.0.0.1:{port}/?token={token}"
 
 
@@ -147,7 +122,7 @@ def test_digit_playground_classifies_a_drawn_zero(env, page, tmp_path):
         page.locator(".pixel-0-0").wait_for()
         assert not errors, errors
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def test_training_monitor_trains_and_draws_curves(env, page, tmp_path):
@@ -167,7 +142,7 @@ def test_training_monitor_trains_and_draws_curves(env, page, tmp_path):
         page.screenshot(path=str(IMAGES / "dashboard.png"), full_page=True)
         assert not errors, errors
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def _two_runs(root: Path) -> Path:
@@ -218,5 +193,5 @@ def test_path_report_browser_switches_runs(env, page, tmp_path):
         IMAGES.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(IMAGES / "path-report.png"), full_page=True)
     finally:
-        _stop(proc)
+        stop(proc)
     assert newer > older

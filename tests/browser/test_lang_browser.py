@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from servers import stop, wait_until
 
 from sampan.cli._servers import free_port
 
@@ -36,23 +37,10 @@ def zh_lab(server_env, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "sampan", "lab", "--no-browser", "--port", str(port), "--lang", "zh"],
                             stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=str(REPO))
     try:
-        deadline = time.time() + 120
-        while True:
-            assert proc.poll() is None, log.read_text()[-3000:]
-            assert time.time() < deadline, f"JupyterLab did not start:\n{log.read_text()[-3000:]}"
-            try:
-                _get(port, "/api/status", token)
-                break
-            except (OSError, urllib.error.URLError):
-                time.sleep(0.5)
+        wait_until(lambda: _get(port, "/api/status", token) is not None, proc, log, 120, "JupyterLab")
         yield port, token, log
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc)
 
 
 def test_lab_in_chinese_shows_chinese_menus_and_the_chinese_lesson(zh_lab, page):
@@ -104,9 +92,4 @@ def test_a_dashboard_in_chinese_in_voila(server_env, page, tmp_path):
         page.screenshot(path=str(REPO / "docs" / "images" / "dashboard-zh.png"),
                         clip={"x": 0, "y": 0, "width": 1280, "height": 140})
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc)

@@ -10,6 +10,7 @@ import urllib.request
 
 import nbformat
 import pytest
+from servers import stop
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from sampan.cli import main
@@ -119,5 +120,4 @@ def test_gallery_is_served_by_voila_with_thumbnails_and_no_tracebacks(home, tmp_
         assert "error" in failing.lower()
         assert "secret-detail-42" not in failing and "Traceback" not in failing
     finally:
-        proc.terminate()
-        proc.wait(20)
+        stop(proc)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from servers import stop, wait_until
 
 from sampan.cli._servers import free_port, server_env
 from sampan.cli.dashboard import command as voila_command
@@ -64,27 +65,7 @@ def _follow(port: int, path: str, token: str, hops: int = 5) -> tuple[int, bytes
 
 def _wait_ready(port: int, path: str, proc: subprocess.Popen, log: Path, timeout: float = 120.0,
                 ready: tuple[int, ...] = (200, 302)) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            if _status(port, path)[0] in ready:
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"server did not answer within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    wait_until(lambda: _status(port, path)[0] in ready, proc, log, timeout)
 
 
 def _tree(pid: int) -> list[int]:
@@ -127,7 +108,7 @@ def lab(tmp_path_factory):
         _wait_ready(port, f"/api/status?token={token}", proc, log)
         yield proc, port, token
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def test_lab_token_is_not_on_any_command_line_and_is_required(lab):
@@ -177,7 +158,7 @@ def voila(tmp_path_factory):
         _wait_ready(port, "/voila/static/", proc, log, ready=(404,))  # answers: up
         yield proc, port, token
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def test_sampan_dashboard_token_is_not_on_its_command_line(tmp_path):
@@ -194,7 +175,7 @@ def test_sampan_dashboard_token_is_not_on_its_command_line(tmp_path):
         status, _ = _status(port, "/")
         assert status in (302, 403)  # no token: the login page, not the dashboard
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 @pytest.mark.parametrize("path", ["/voila/render/..%2f..%2f..%2f..%2fetc%2fpasswd",

@@ -6,12 +6,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
 
 import pytest
+from servers import stop, wait_until
 
 from sampan.cli import main
 from sampan.cli._servers import free_port
@@ -31,23 +31,10 @@ def zh_lab(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "sampan", "lab", "--no-browser", "--port", str(port), "--lang", "zh"],
                             stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
     try:
-        deadline = time.time() + 120
-        while True:
-            assert proc.poll() is None, log.read_text()[-3000:]
-            assert time.time() < deadline, f"JupyterLab did not start:\n{log.read_text()[-3000:]}"
-            try:
-                _get(port, "/api/status", token)
-                break
-            except (OSError, urllib.error.URLError):
-                time.sleep(0.5)
+        wait_until(lambda: _get(port, "/api/status", token) is not None, proc, log, 120, "JupyterLab")
         yield port, token, tmp_path / "data", log
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc)
 
 
 def test_lab_in_chinese_has_the_zh_cn_locale_and_serves_the_chinese_course(zh_lab):

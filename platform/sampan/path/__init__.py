@@ -8,7 +8,7 @@ Example:
 from __future__ import annotations
 
 from sampan.path.index import CourseIndex, course_index
-from sampan.path.artifacts import ArtifactMissingError, artifact, artifact_path, zoo_dir
+from sampan.path.artifacts import ArtifactMissingError, artifact, artifact_path, work_dir, zoo_dir
 from sampan.path.manifest import (
     LearningPath, Lesson, MetricRange, PathManifestError, Stage, default_manifest, load_path,
 )
@@ -40,5 +40,6 @@ __all__ = [
     "reset_progress",
     "run",
     "update_progress",
+    "work_dir",
     "zoo_dir",
 ]

@@ -15,7 +15,7 @@ from pathlib import Path
 from sampan.errors import SampanError
 from sampan.utils.io import zoo_dir
 
-__all__ = ["ArtifactMissingError", "artifact", "artifact_path", "missing_message", "zoo_dir"]
+__all__ = ["ArtifactMissingError", "artifact", "artifact_path", "missing_message", "work_dir", "zoo_dir"]
 
 
 class ArtifactMissingError(SampanError, FileNotFoundError):
@@ -73,3 +73,27 @@ def artifact(name: str, manifest=None) -> Path:
         pass
     raise ArtifactMissingError(missing_message(name, path, producer), name=name, path=path,
                                producer=producer.id if producer else None)
+
+
+def work_dir(lesson: str) -> Path:
+    """Where a lesson writes what it makes while it runs (checkpoints, exported models, logs):
+    ``<data dir>/lessons/<lesson>``, created on first use.
+
+    Run outputs stay out of the course folder, so the notebooks a learner opens are not buried under
+    checkpoints, and a course update never touches them. Each lesson prints this folder where it first
+    writes into it.
+
+    Example:
+        >>> work_dir("training_craft")  # doctest: +SKIP
+        PosixPath('/home/ada/.cache/sampan/lessons/training_craft')
+    """
+    if not isinstance(lesson, str) or not lesson or "/" in lesson or "\\" in lesson or lesson.startswith("."):
+        from sampan.errors import bad_argument
+
+        raise ValueError(bad_argument("lesson", lesson, "a lesson id such as 'training_craft'", 'work_dir("training_craft")'))
+    from sampan.utils.io import writing_data_home
+
+    with writing_data_home("keep the lesson's outputs") as home:
+        path = home / "lessons" / lesson
+        path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,39 +1,60 @@
-"""Self-checking exercises for the lessons, in the spirit of Kaggle Learn's ``q1.check()``.
+"""Self-checking exercises for the lessons, in the spirit of Kaggle Learn's learntools.
 
-A lesson opens an :class:`Exercises` for its id, the learner writes an answer
-in a ``# YOUR ANSWER`` cell, and a check cell compares it: ``✔ right`` or
-``✘`` with what is wrong and a hint. Each result is recorded with
-:func:`sampan.record` as ``exercise_<name>`` (True/False), so the test suite
-and the learning-path report see it; when every check of the lesson has
-passed, :meth:`Exercises.done` marks the lesson done with
-``sampan.path.mark_done``. It lives in the learning-path package, whose
-progress it updates (``from sampan.path.exercise import Exercises``).
+Each lesson keeps its checks, hints and reference solutions out of sight, in
+``notebooks/<stage>/checks/<lesson>.py``: one :class:`Exercise` subclass per
+exercise. The notebook only sees them through :class:`Exercises`::
+
+    ex = Exercises("tensors_and_autograd")     # setup cell: loads checks/tensors_and_autograd.py
+
+    # YOUR ANSWER                                 (starter code: None, ... or raise NotImplementedError)
+    def normalize(t):
+        raise NotImplementedError
+
+    ex.normalize.check(normalize)    # ✔ right / ✘ what is wrong / ○ not attempted yet
+    ex.normalize.hint()              # a nudge;  ex.normalize.hint(2): nearly the answer
+    ex.normalize.solution()          # the reference answer, only when asked for
+    ex.done()                        # the score; marks the lesson done when every exercise is right
+
+A check runs the learner's code on several inputs, some of them hidden (drawn
+at random in the check), so hard-coding the visible case does not pass. The
+outcome is ``correct``, ``incorrect`` or ``not_attempted`` (the starter code is
+untouched: an answer still ``None``/``...`` or code that raises
+``NotImplementedError``). Each outcome is recorded with :func:`sampan.record`
+as ``exercise_<name>`` (True only when correct, for the path's ranges), kept in
+the learner's exercise log (``<data dir>/exercises.json``) and, on a Sampan
+hub, sent to the teacher dashboard. A hidden cell tagged ``solution`` calls
+``ex.<name>.solve(globals())`` when the lesson runs with ``SOLUTION = True``
+(the test suite does, and runs every lesson once more without it: every
+exercise must then be not attempted or incorrect).
+
+The older one-line checks, :meth:`Exercises.check` and
+:meth:`Exercises.check_function`, remain for quick checks inside a lesson.
 
 Example:
-    >>> ex = Exercises("tensors_and_autograd")
-    >>> ex.check("sum", 1 + 2, expected=3)
-    ✔ sum: right
-    [sampan.record] exercise_sum = true
-    True
-    >>> ex.check("sum", 4, expected=3, hint="add the two numbers")
-    ✘ sum: expected 3, got 4. HINT: add the two numbers
-    [sampan.record] exercise_sum = false
+    >>> ex = Exercises("tensors_and_autograd")  # doctest: +SKIP
+    >>> ex.grad_of_cube.check(None)  # doctest: +SKIP
+    ○ grad_of_cube: not attempted yet: replace the placeholder in the # YOUR ANSWER cell
+    [sampan.record] exercise_grad_of_cube = false
     False
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 import numbers
+import sys
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from sampan.errors import bad_argument
 from sampan.path.progress import mark_done, report_exercises
 from sampan.utils.record import record
 
-__all__ = ["Exercises", "check", "compare"]
+__all__ = ["Exercise", "Exercises", "Incorrect", "NotAttempted", "check", "compare"]
 
 _MISSING = object()
-RIGHT, WRONG = "✔", "✘"
+RIGHT, WRONG, OPEN = "✔", "✘", "○"
+OUTCOMES = ("correct", "incorrect", "not_attempted")
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -119,10 +140,22 @@ def compare(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-8) 
 _WORDS = {
     "en": {"right": "right", "hint": ". HINT: ", "no_answer": "no answer yet",
            "score": "{passed}/{total} exercises right", "todo": "; still to do: {names}",
-           "complete": "all {total} exercises right: lesson {lesson!r} complete"},
+           "complete": "all {total} exercises right: lesson {lesson!r} complete",
+           "not_attempted": "not attempted yet: replace the placeholder in the # YOUR ANSWER cell",
+           "try_hint": " (stuck? ex.{name}.hint())", "hint_title": "HINT {level}/{count} for {name}",
+           "no_more_hints": "that was the last hint: ex.{name}.solution() shows the reference answer",
+           "solution_title": "Reference solution of {name} (try your own first):",
+           "solved": "(the reference solution of {name} is filled in)", "raised": "your code raised {error}",
+           "unchecked": "not checked yet"},
     "zh": {"right": "正确", "hint": "。提示：", "no_answer": "还没有作答",
            "score": "答对 {passed}/{total} 道练习", "todo": "；还需完成：{names}",
-           "complete": "全部 {total} 道练习都答对了：课程 {lesson!r} 已完成"},
+           "complete": "全部 {total} 道练习都答对了：课程 {lesson!r} 已完成",
+           "not_attempted": "还没有作答：请替换 # YOUR ANSWER 单元格里的占位代码",
+           "try_hint": "（卡住了？运行 ex.{name}.hint()）", "hint_title": "{name} 的提示 {level}/{count}",
+           "no_more_hints": "这是最后一条提示：ex.{name}.solution() 会显示参考答案",
+           "solution_title": "{name} 的参考答案（请先自己尝试）：",
+           "solved": "（已填入 {name} 的参考答案）", "raised": "你的代码抛出了 {error}",
+           "unchecked": "还没有检查"},
 }
 
 
@@ -132,24 +165,37 @@ def _words() -> dict[str, str]:
     return _WORDS[default_language()]
 
 
-def _say(name: str, problem: str | None, hint: str | dict[str, str]) -> bool:
+def _text(value: str | dict[str, str]) -> str:
+    """A str, or ``{"en": ..., "zh": ...}`` in the lesson's language."""
     from sampan.path.lang import default_language, localized
 
+    return localized(value, default_language()) if value else ""
+
+
+def _unanswered(value: Any) -> bool:
+    return value is None or value is Ellipsis
+
+
+def _say(name: str, problem: str | None, hint: str | dict[str, str] = "", *, outcome: str | None = None) -> str:
+    """Prints the feedback line; returns the outcome (``correct``, ``incorrect`` or ``not_attempted``)."""
     words = _words()
-    if problem is None:
+    outcome = outcome or ("correct" if problem is None else "incorrect")
+    if outcome == "correct":
         print(f"{RIGHT} {name}: {words['right']}")
-        return True
-    message = f"{WRONG} {name}: {problem}"
-    hint = localized(hint, default_language())
-    if hint:
-        message += words["hint"] + hint
-    print(message)
-    return False
+    elif outcome == "not_attempted":
+        print(f"{OPEN} {name}: {words['not_attempted']}")
+    else:
+        message = f"{WRONG} {name}: {problem}"
+        hint = _text(hint)
+        print(message + (words["hint"] + hint if hint else ""))
+    return outcome
 
 
 def check(name: str, got: Any, expected: Any = _MISSING, *, hint: str | dict[str, str] = "", rtol: float = 1e-5,
           atol: float = 1e-8, problem: str | None = None) -> bool:
     """Checks one answer and prints ``✔ name: right`` or ``✘ name: what is wrong. HINT: ...``.
+
+    An answer still ``None`` or ``...`` is *not attempted* (``○``), not wrong.
 
     Args:
         name: the exercise's short name (a Python identifier is best: it becomes ``exercise_<name>``).
@@ -163,51 +209,196 @@ def check(name: str, got: Any, expected: Any = _MISSING, *, hint: str | dict[str
     Returns:
         True when right.
     """
+    return _check(name, got, expected, hint=hint, rtol=rtol, atol=atol, problem=problem) == "correct"
+
+
+def _check(name: str, got: Any, expected: Any = _MISSING, *, hint: str | dict[str, str] = "", rtol: float = 1e-5,
+           atol: float = 1e-8, problem: str | None = None) -> str:
     if not isinstance(name, str) or not name.strip():
         raise ValueError(bad_argument("name", name, "a non-empty str naming the exercise", 'check("q1", ...)'))
-    if expected is _MISSING:
-        unanswered = _words()["no_answer"] if got is None else f"the condition is {_short(got)}"
-        found = None if got else (problem or unanswered)
+    if _unanswered(got):
+        outcome = _say(name, None, outcome="not_attempted")
+    elif expected is _MISSING:
+        outcome = _say(name, None if got else (problem or f"the condition is {_short(got)}"), hint)
     else:
-        found = compare(got, expected, rtol=rtol, atol=atol)
-    ok = _say(name, found, hint)
-    record(f"exercise_{name}", ok)
-    return ok
+        outcome = _say(name, compare(got, expected, rtol=rtol, atol=atol), hint)
+    record(f"exercise_{name}", outcome == "correct")
+    return outcome
+
+
+class Incorrect(Exception):
+    """Raised by a check (:meth:`Exercise.verify`) to say what is wrong; str or ``{"en": ..., "zh": ...}``."""
+
+    def __init__(self, message: str | dict[str, str]):
+        super().__init__(message)
+        self.message = message
+
+
+class NotAttempted(Exception):
+    """Raised by a check when the answer is still the starter code."""
+
+
+class Exercise:
+    """One exercise, written in the lesson's checks module (``notebooks/<stage>/checks/<lesson>.py``).
+
+    A subclass sets ``hints`` (at least two, of rising strength: a nudge, then nearly the answer),
+    ``solution`` (the reference code, run by :meth:`solve`) and implements :meth:`verify`. The name
+    the notebook uses is the class attribute ``name`` (default: the class name).
+
+    Example:
+        >>> class double(Exercise):
+        ...     hints = ("Multiply by a number.", "return 2 * x")
+        ...     solution = "def double(x):\\n    return 2 * x\\n"
+        ...     def verify(self, double):
+        ...         for x in (3, -1, 0.5):  # several inputs; a check can draw hidden ones at random
+        ...             expect(double(x), 2 * x, f"double({x})")
+    """
+
+    name: str = ""
+    hints: Sequence[str | dict[str, str]] = ()
+    solution: str = ""
+
+    def __init__(self, owner: "Exercises | None" = None):
+        self.name = self.name or type(self).__name__
+        self._owner = owner
+
+    def verify(self, *answers: Any, **context: Any) -> None:
+        """Raises :class:`Incorrect` (or ``AssertionError``) saying what is wrong; returns when right."""
+        raise NotImplementedError(f"{type(self).__name__}.verify is not written")
+
+    # what the learner calls
+    def check(self, *answers: Any, **context: Any) -> bool:
+        """Checks the learner's answer(s); prints ✔ / ✘ / ○ and records the outcome. True when right.
+
+        ``answers`` are the learner's values (still ``None``/``...`` means not attempted); ``context``
+        passes values of the lesson the check needs (keyword arguments).
+        """
+        problem, outcome = None, "correct"
+        if not answers or any(_unanswered(a) for a in answers):
+            outcome = "not_attempted"
+        else:
+            try:
+                self.verify(*answers, **context)
+            except (NotAttempted, NotImplementedError):
+                outcome = "not_attempted"
+            except Incorrect as exc:
+                problem, outcome = _text(exc.message), "incorrect"
+            except AssertionError as exc:
+                problem, outcome = str(exc) or "a check failed", "incorrect"
+            except Exception as exc:  # the learner's code failed: report it, keep the lesson running
+                problem = _words()["raised"].format(error=f"{type(exc).__name__}: {exc}")
+                outcome = "incorrect"
+        if problem is not None and self.hints:
+            problem += _words()["try_hint"].format(name=self.name)
+        _say(self.name, problem, outcome=outcome)
+        record(f"exercise_{self.name}", outcome == "correct")
+        if self._owner is not None:
+            self._owner._note(self.name, outcome)
+        return outcome == "correct"
+
+    def hint(self, level: int = 1) -> None:
+        """Prints hint ``level`` (1: a nudge, 2: nearly the answer)."""
+        count = len(self.hints)
+        if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= max(count, 1):
+            raise ValueError(bad_argument("level", level, f"an int from 1 to {count}",
+                                          f"ex.{self.name}.hint() for a nudge, ex.{self.name}.hint({count}) for more"))
+        words = _words()
+        print(f"💡 {words['hint_title'].format(level=level, count=count, name=self.name)}: {_text(self.hints[level - 1])}")
+        if level == count:
+            print(words["no_more_hints"].format(name=self.name))
+        if self._owner is not None:
+            self._owner._log(self.name, f"hint{level}")
+
+    def solution(self) -> None:
+        """Prints the reference solution (only when asked: try your own first)."""
+        print(_words()["solution_title"].format(name=self.name))
+        print(self.solution_code())
+        if self._owner is not None:
+            self._owner._log(self.name, "solution")
+
+    def solution_code(self) -> str:
+        return type(self).solution.strip("\n") + "\n"
+
+    def solve(self, namespace: dict[str, Any]) -> None:
+        """Runs the reference solution in ``namespace`` (the notebook's ``globals()``), as ``SOLUTION = True`` does."""
+        if not isinstance(namespace, dict):
+            raise ValueError(bad_argument("namespace", namespace, "the notebook's globals() dict",
+                                          f"ex.{self.name}.solve(globals())"))
+        exec(compile(self.solution_code(), f"<solution of {self.name}>", "exec"), namespace)  # the course's own code
+        print(_words()["solved"].format(name=self.name))
+
+    def __repr__(self) -> str:
+        return f"<exercise {self.name}: .check(...), .hint(), .hint(2), .solution()>"
+
+
+def expect(got: Any, expected: Any, what: str = "", *, rtol: float = 1e-5, atol: float = 1e-8) -> None:
+    """Raises :class:`Incorrect` when ``got`` differs from ``expected`` (see :func:`compare`), naming ``what``.
+
+    Example:
+        >>> expect(2 + 2, 4, "2 + 2")
+    """
+    problem = compare(got, expected, rtol=rtol, atol=atol)
+    if problem is not None:
+        raise Incorrect(f"{what}: {problem}" if what else problem)
 
 
 class Exercises:
-    """The exercises of one lesson: checks answers and marks the lesson done when all are right.
+    """The exercises of one lesson: its checks module's exercises as attributes, a score, progress.
 
     Args:
         lesson: the lesson's id (its notebook's name, e.g. ``"training_craft"``).
+        checks: the checks module; default ``checks/<lesson>.py`` beside the lesson's notebook
+            (found through ``notebooks/path.yaml``). A lesson without one still has :meth:`check`.
 
     Example:
-        >>> ex = Exercises("tensors_and_autograd")
-        >>> ex.check_function("double", lambda x: 2 * x, [((3,), 6), ((0,), 0)])
-        ✔ double: right
-        [sampan.record] exercise_double = true
-        True
+        >>> ex = Exercises("tensors_and_autograd")  # doctest: +SKIP
+        >>> ex.normalize.hint()  # doctest: +SKIP
+        💡 HINT 1/2 for normalize: ...
     """
 
-    def __init__(self, lesson: str):
+    def __init__(self, lesson: str, *, checks: str | Path | None = None):
         if not isinstance(lesson, str) or not lesson:
             raise ValueError(bad_argument("lesson", lesson, "the lesson id, e.g. 'training_craft'"))
         self.lesson = lesson
         self.results: dict[str, bool] = {}
+        self.outcomes: dict[str, str] = {}
+        self.exercises: dict[str, Exercise] = {}
+        path = Path(checks) if checks is not None else _checks_file(lesson)
+        if checks is not None and not path.is_file():
+            raise FileNotFoundError(bad_argument("checks", str(path), "the lesson's checks module (a .py file)"))
+        if path is not None and path.is_file():
+            for cls in _exercise_classes(path, lesson):
+                exercise = cls(self)
+                self.exercises[exercise.name] = exercise
+
+    def __getattr__(self, name: str) -> Exercise:
+        exercises = self.__dict__.get("exercises", {})
+        if name in exercises:
+            return exercises[name]
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"lesson {self.__dict__.get('lesson')!r} has no exercise {name!r}; "
+                             f"its exercises: {', '.join(exercises) or 'none'}")
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self.exercises))
 
     def check(self, name: str, got: Any, expected: Any = _MISSING, **kwargs: Any) -> bool:
         """Like :func:`check`; remembers the result for :meth:`done`."""
-        self.results[name] = check(name, got, expected, **kwargs)
+        self._note(name, _check(name, got, expected, **kwargs))
         return self.results[name]
 
     def check_function(self, name: str, fn: Callable, cases: Iterable[tuple[Sequence[Any], Any]], *,
                        hint: str | dict[str, str] = "", rtol: float = 1e-5, atol: float = 1e-8) -> bool:
         """Calls ``fn(*args)`` for each ``(args, expected)`` case; an exception counts as wrong.
 
-        The first failing case is reported with its arguments.
+        The first failing case is reported with its arguments; a function that still raises
+        ``NotImplementedError`` (the starter code) is not attempted.
         """
-        found = None
-        if not callable(fn):
+        found, outcome = None, None
+        if _unanswered(fn):
+            outcome = "not_attempted"
+        elif not callable(fn):
             found = f"expected a function, got {_short(fn)}"
         else:
             for args, expected in cases:
@@ -215,7 +406,7 @@ class Exercises:
                 try:
                     got = fn(*args)
                 except NotImplementedError:
-                    found = "not written yet (it raises NotImplementedError)"
+                    outcome = "not_attempted"
                     break
                 except Exception as exc:  # the learner's code: report, do not crash the lesson
                     found = f"{name}({shown}) raised {type(exc).__name__}: {exc}"
@@ -224,17 +415,29 @@ class Exercises:
                 if problem:
                     found = f"{name}({shown}): {problem}"
                     break
-        ok = _say(name, found, hint)
-        record(f"exercise_{name}", ok)
-        self.results[name] = ok
-        return ok
+        outcome = _say(name, found, hint, outcome=outcome)
+        record(f"exercise_{name}", outcome == "correct")
+        self._note(name, outcome)
+        return outcome == "correct"
+
+    def _note(self, name: str, outcome: str) -> None:
+        self.outcomes[name] = outcome
+        self.results[name] = outcome == "correct"
+        self._log(name, outcome)
+
+    def _log(self, name: str, event: str) -> None:
+        from sampan.path.progress import record_exercise
+
+        record_exercise(self.lesson, name, event)
 
     def done(self) -> bool:
-        """Says how many checks passed; marks the lesson done when all did. Returns True when all passed."""
-        total, passed = len(self.results), sum(self.results.values())
-        _report(self.lesson, self.results)
+        """Says how many exercises are right; marks the lesson done when all are. Returns True when all are."""
+        names = list(dict.fromkeys([*self.exercises, *self.outcomes]))
+        results = {n: self.results.get(n, False) for n in names}
+        total, passed = len(names), sum(results.values())
+        _report(self.lesson, {n: self.outcomes.get(n, "not_attempted") for n in names})
         if total == 0 or passed < total:
-            missing = [n for n, ok in self.results.items() if not ok]
+            missing = [n for n in names if not results[n]]
             words = _words()
             print(words["score"].format(passed=passed, total=total)
                   + (words["todo"].format(names=", ".join(missing)) if missing else ""))
@@ -244,9 +447,32 @@ class Exercises:
         return True
 
 
-def _report(lesson: str, results: dict[str, bool]) -> None:
-    """On a Sampan hub, sends the exercise results to the teacher dashboard (nothing elsewhere)."""
-    report_exercises(lesson, dict(results))
+def _checks_file(lesson: str) -> Path | None:
+    """``checks/<lesson>.py`` beside the lesson's notebook, through ``path.yaml``; None when there is none."""
+    from sampan.path.manifest import PathManifestError, default_manifest, load_path
+
+    try:
+        manifest = default_manifest()
+        notebook = load_path(manifest, check_files=False).lesson(lesson).notebook
+    except (FileNotFoundError, PathManifestError, KeyError, ValueError):
+        return None
+    return Path(notebook).parent / "checks" / f"{lesson}.py"
+
+
+def _exercise_classes(path: Path, lesson: str) -> list[type[Exercise]]:
+    """The :class:`Exercise` subclasses a checks module defines, in the order written."""
+    spec = importlib.util.spec_from_file_location(f"sampan_checks_{lesson}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and pickling look the module up
+    spec.loader.exec_module(module)  # the course's own checks, shipped with the project
+    return [obj for obj in vars(module).values()
+            if isinstance(obj, type) and issubclass(obj, Exercise) and obj is not Exercise
+            and obj.__module__ == spec.name]
+
+
+def _report(lesson: str, outcomes: dict[str, str]) -> None:
+    """On a Sampan hub, sends the exercise outcomes to the teacher dashboard (nothing elsewhere)."""
+    report_exercises(lesson, dict(outcomes))
 
 
 def _mark_done(lesson: str) -> None:

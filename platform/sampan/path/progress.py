@@ -73,21 +73,80 @@ def update_progress(lesson_id: str, status: str, **fields: Any) -> dict[str, Any
     return entry
 
 
-def _tell_hub(lesson_id: str, status: str, exercises: dict[str, bool] | None = None) -> None:
+def _tell_hub(lesson_id: str, status: str, exercises: dict[str, bool | str] | None = None) -> None:
     """On a Sampan hub, also sends the event to the teacher dashboard (:mod:`sampan.hub.client`)."""
     if not os.environ.get("SAMPAN_PROGRESS_URL"):
         return
     from sampan.hub.client import post_event
 
     for name, ok in (exercises or {}).items():
-        post_event(lesson_id, "passed" if ok else "failed", exercise=name)
+        if ok == "not_attempted":
+            continue  # the dashboard shows an exercise without events as not started
+        post_event(lesson_id, "passed" if ok in (True, "correct") else "failed", exercise=name)
     if status in ("started", "passed", "failed"):
         post_event(lesson_id, status)
 
 
-def report_exercises(lesson_id: str, results: dict[str, bool]) -> None:
-    """Sends a lesson's exercise results to the teacher dashboard when running on a hub (else nothing)."""
+def report_exercises(lesson_id: str, results: dict[str, bool | str]) -> None:
+    """Sends a lesson's exercise results to the teacher dashboard when running on a hub (else nothing).
+
+    A result is True/False or an outcome: ``"correct"``, ``"incorrect"`` or ``"not_attempted"``.
+    """
     _tell_hub(lesson_id, "", results)
+
+
+EXERCISE_EVENTS = ("correct", "incorrect", "not_attempted", "hint1", "hint2", "hint3", "solution")
+
+
+def exercise_log_file() -> Path:
+    """``data_home() / "exercises.json"``: every exercise check, hint and solution the learner asked for."""
+    return data_home() / "exercises.json"
+
+
+def load_exercise_log() -> dict[str, dict[str, dict[str, Any]]]:
+    """``{lesson: {exercise: {"outcome", "at", "attempts", "hints", "solution_seen"}}}``."""
+    return read_json_dict(exercise_log_file(), "lessons")
+
+
+def record_exercise(lesson_id: str, exercise: str, event: str) -> dict[str, Any] | None:
+    """Notes one exercise event in the learner's exercise log (an outcome, a hint or the solution shown).
+
+    Under ``sampan path run`` nothing is written: the runner fills in the reference solutions, and the
+    learner has not done the exercises. A data directory that cannot be written only prints why.
+
+    Example:
+        >>> record_exercise("tensors_and_autograd", "normalize", "incorrect")  # doctest: +SKIP
+        {'outcome': 'incorrect', 'at': '2026-12-03T10:00:00+00:00', 'attempts': 1, 'hints': 0, 'solution_seen': False}
+    """
+    if event not in EXERCISE_EVENTS:
+        from sampan.errors import bad_argument
+
+        raise ValueError(bad_argument("event", event, f"one of {', '.join(EXERCISE_EVENTS)}"))
+    if os.environ.get(RUNNER_ENV):
+        return None
+    from sampan.errors import DataDirectoryError
+
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    try:
+        with writing_data_home("record your exercises"), _locked():
+            lessons = load_exercise_log()
+            entry = lessons.setdefault(lesson_id, {}).setdefault(
+                exercise, {"outcome": "not_attempted", "at": now, "attempts": 0, "hints": 0, "solution_seen": False})
+            if event in ("correct", "incorrect", "not_attempted"):
+                if event != "not_attempted":
+                    entry["attempts"] += 1
+                if entry["outcome"] != "correct" or event == "correct":
+                    entry["outcome"] = event  # a right answer stays right in the log
+                entry["at"] = now
+            elif event == "solution":
+                entry["solution_seen"] = True
+            else:
+                entry["hints"] = max(entry["hints"], int(event[-1]))
+            atomic_write_json(exercise_log_file(), {"version": 1, "lessons": lessons})
+    except DataDirectoryError as exc:
+        print(f"(exercise not logged: {exc})")
+        return None
+    return entry
 
 
 def reset_progress(lesson_id: str | None = None) -> None:

@@ -2,8 +2,9 @@
 
 Paddle's ``run_check`` runs one tiny program. This one runs, and times, a
 forward and backward pass on each device, a bf16 autocast step, a
-``torch.compile`` smoke test and a two-process gloo all-reduce, and reports
-versions and what works. ``sampan check`` exits 1 when something required fails.
+``torch.compile`` smoke test and a two-process gloo all-reduce, checks that
+torch's CUDA build, the NVIDIA driver and cuDNN fit together, and reports
+versions (and whether it runs in a container) and what works. ``sampan check`` exits 1 when something required fails.
 """
 from __future__ import annotations
 
@@ -85,7 +86,79 @@ def _versions() -> dict:
             torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
     else:
         info["cuda"] = "no GPU visible"
+    info["container"] = in_container() or "none detected"
     return info
+
+
+def in_container() -> str | None:
+    """The container runtime this process runs in (``"docker"``, ``"kubernetes"``, ...), or None.
+
+    Read from ``/.dockerenv``, the ``container`` variable (podman, systemd-nspawn) and ``/proc/1/cgroup``.
+    """
+    import os
+    from pathlib import Path
+
+    if Path("/.dockerenv").exists():
+        return "docker"
+    if os.environ.get("container"):
+        return os.environ["container"]
+    try:
+        cgroup = Path("/proc/1/cgroup").read_text(errors="replace")
+    except OSError:
+        return None
+    for marker, name in (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "containerd"),
+                         ("lxc", "lxc")):
+        if marker in cgroup:
+            return name
+    return None
+
+
+def _driver_cuda() -> str | None:
+    """The newest CUDA version the NVIDIA driver supports (``"12.4"``), through nvidia-ml-py; None without one."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            version = pynvml.nvmlSystemGetCudaDriverVersion()  # e.g. 12040
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no driver, no library, no GPU: all mean "none"
+        return None
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def cuda_stack_verdict(torch_cuda: str | None, driver_cuda: str | None, cudnn: int | None) -> str:
+    """Says whether PyTorch's CUDA build, the NVIDIA driver and cuDNN fit together; raises when they do not.
+
+    PyTorch wheels bundle their CUDA runtime and cuDNN, so the only outside piece is the driver: it must support
+    at least the CUDA *major* version torch was built with (CUDA's minor-version compatibility covers the rest).
+
+    Example:
+        >>> cuda_stack_verdict("12.6", "12.4", 90100)
+        'torch built for CUDA 12.6 with cuDNN 9.1.0; the driver supports CUDA 12.4: compatible'
+        >>> cuda_stack_verdict(None, None, None)
+        'CPU-only torch build: no CUDA driver or cuDNN needed'
+    """
+    if torch_cuda is None:
+        return "CPU-only torch build: no CUDA driver or cuDNN needed"
+    cudnn_text = "without cuDNN" if not cudnn else f"with cuDNN {cudnn // 10000}.{cudnn // 100 % 100}.{cudnn % 100}"
+    built = f"torch built for CUDA {torch_cuda} {cudnn_text}"
+    if driver_cuda is None:
+        return (f"{built}; no NVIDIA driver answers, so it runs on the CPU (with a GPU: install the driver, or "
+                "start the container with --gpus all and the NVIDIA Container Toolkit)")
+    if int(driver_cuda.split(".")[0]) < int(torch_cuda.split(".")[0]):
+        raise RuntimeError(f"{built}, but the driver supports only CUDA {driver_cuda}: update the NVIDIA driver "
+                           f"or install a torch wheel built for CUDA {driver_cuda.split('.')[0]}.x")
+    return f"{built}; the driver supports CUDA {driver_cuda}: compatible"
+
+
+def _cuda_stack() -> str:
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    verdict = cuda_stack_verdict(torch.version.cuda, _driver_cuda(), cudnn)
+    if torch.version.cuda is not None:
+        verdict += f"; cudnn.benchmark (autotuning) is {'on' if torch.backends.cudnn.benchmark else 'off'}"
+    return verdict
 
 
 def _train_step(device: str, dtype: torch.dtype | None = None) -> str:
@@ -190,12 +263,13 @@ def run_check(*, compile: bool = True, distributed: bool = True, verbose: bool =
 
     Example:
         >>> report = sampan.run_check(compile=False)  # doctest: +SKIP
-        >>> report.ok
+        >>> report.ok  # doctest: +SKIP
         True
     """
     report = CheckReport(versions=_versions())
     report.items.append(_run("cpu: forward + backward", lambda: _train_step("cpu"), required=True))
     report.items.append(_run("cpu: bf16 autocast step", lambda: _train_step("cpu", torch.bfloat16), required=False))
+    report.items.append(_run("CUDA stack: torch build, driver, cuDNN", _cuda_stack, required=False))
     for i in range(torch.cuda.device_count() if torch.cuda.is_available() else 0):
         dev = f"cuda:{i}"
         report.items.append(_run(f"{dev}: forward + backward", lambda d=dev: _train_step(d), required=True))

@@ -2,6 +2,9 @@
 import subprocess
 import sys
 
+import pytest
+import torch
+
 import sampan
 from sampan import check
 
@@ -37,3 +40,25 @@ def test_sampan_check_command_and_version():
                          text=True, timeout=180)
     assert res.returncode == 0, res.stderr
     assert '"ok": true' in res.stdout
+
+
+def test_the_cuda_stack_verdict_names_the_piece_that_does_not_fit():
+    from sampan.check import cuda_stack_verdict
+
+    assert cuda_stack_verdict(None, None, None).startswith("CPU-only torch build")
+    assert "compatible" in cuda_stack_verdict("12.6", "12.4", 90100)  # minor-version compatibility
+    assert "cuDNN 9.1.0" in cuda_stack_verdict("12.6", "13.0", 90100)
+    with pytest.raises(RuntimeError, match="driver supports only CUDA 11.8: update the NVIDIA driver"):
+        cuda_stack_verdict("12.6", "11.8", 90100)
+    assert "no NVIDIA driver answers, so it runs on the CPU" in cuda_stack_verdict("12.6", None, 90100)
+
+
+def test_the_report_names_the_container_and_the_cuda_stack(tmp_path):
+    import sampan
+
+    report = sampan.run_check(compile=False, distributed=False, verbose=False)
+    assert "container" in report.versions
+    item = report["CUDA stack: torch build, driver, cuDNN"]
+    assert item.ok, item.detail  # this machine's torch is CPU-only or its driver fits
+    assert ("CPU-only" in item.detail) == (torch.version.cuda is None)
+    assert torch.version.cuda is None or f"CUDA {torch.version.cuda}" in item.detail

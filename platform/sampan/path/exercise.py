@@ -261,6 +261,9 @@ class Exercise:
     def __init__(self, owner: "Exercises | None" = None):
         self.name = self.name or type(self).__name__
         self._owner = owner
+        code = type(self).solution
+        self._code = code.strip("\n") + "\n" if isinstance(code, str) else ""
+        self.solution = self._show_solution  # authors set `solution` to code; learners call ex.<name>.solution()
 
     def verify(self, *answers: Any, **context: Any) -> None:
         """Raises :class:`Incorrect` (or ``AssertionError``) saying what is wrong; returns when right."""
@@ -309,7 +312,7 @@ class Exercise:
         if self._owner is not None:
             self._owner._log(self.name, f"hint{level}")
 
-    def solution(self) -> None:
+    def _show_solution(self) -> None:
         """Prints the reference solution (only when asked: try your own first)."""
         print(_words()["solution_title"].format(name=self.name))
         print(self.solution_code())
@@ -317,7 +320,8 @@ class Exercise:
             self._owner._log(self.name, "solution")
 
     def solution_code(self) -> str:
-        return type(self).solution.strip("\n") + "\n"
+        """The reference solution's source."""
+        return self._code
 
     def solve(self, namespace: dict[str, Any]) -> None:
         """Runs the reference solution in ``namespace`` (the notebook's ``globals()``), as ``SOLUTION = True`` does."""

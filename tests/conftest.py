@@ -24,6 +24,16 @@ def tracking_store(tmp_path_factory):
         yield uri
 
 
+@pytest.fixture(autouse=True, scope="session")
+def state_home(tmp_path_factory):
+    """Sampan's per-user state (the trusted AOTInductor packages) goes to a temporary folder, never the user's
+    ~/.local/state, and each test process (pytest-xdist worker) has its own."""
+    with pytest.MonkeyPatch.context() as mp:
+        path = tmp_path_factory.mktemp("xdg-state")
+        mp.setenv("XDG_STATE_HOME", str(path))
+        yield path
+
+
 @pytest.fixture
 def one_thread():
     """Small networks run several times faster on one thread of a busy 2-core machine (restored after)."""

@@ -20,6 +20,71 @@ KERNEL = "sampan" if "sampan" in find_kernel_specs() else "python3"
 _MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root|home|tmp)/")
 
 
+_RUNS: dict[tuple, tuple[dict, Path]] = {}
+_SESSION: dict[str, Path] = {}
+
+
+def _session_dir(name: str) -> Path:
+    """A folder for this test process's lesson runs, removed when it exits."""
+    if name not in _SESSION:
+        import atexit
+        import shutil
+        import tempfile
+
+        _SESSION[name] = Path(tempfile.mkdtemp(prefix=f"sampan-{name}-"))
+        atexit.register(shutil.rmtree, _SESSION[name], ignore_errors=True)
+    return _SESSION[name]
+
+
+def lesson_run(lesson: str | Path, *, solution: bool = True, lang: str | None = None,
+               **parameters) -> tuple[dict, Path]:
+    """Runs a lesson once per test process for each (lesson, solution, language, parameters) and returns
+    what it recorded and the executed notebook; every test of that lesson reads the same run.
+
+    ``lesson``: a path, or ``"<stage>/<name>"`` relative to notebooks/. The reference-solution run of a
+    bilingual lesson runs its Chinese build (its code is the English one, cell for cell: the bilingual tests
+    check that), so the suite runs each lesson twice in all: the solutions in Chinese and the untouched
+    starter code in English. The runs share one data directory (``shapes`` is generated once).
+    """
+    import json
+
+    from sampan.path.lang import build_notebook, is_bilingual
+
+    source = Path(lesson) if Path(lesson).suffix == ".ipynb" else NOTEBOOKS / f"{lesson}.ipynb"
+    nb = json.loads(source.read_text(encoding="utf-8"))
+    if lang is None:
+        lang = "zh" if solution and is_bilingual(nb) else "en"
+    key = (source.resolve(), solution, lang, tuple(sorted(parameters.items())))
+    if key not in _RUNS:
+        workdir = _session_dir("lessons") / f"{source.stem}-{'solution' if solution else 'starter'}-{lang}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        built = workdir / source.name
+        built.write_text(json.dumps(build_notebook(nb, lang) if is_bilingual(nb) else nb, ensure_ascii=False),
+                         encoding="utf-8")
+        _RUNS[key] = _execute(built, workdir, data=_session_dir("data"), lang=lang,
+                              parameters={"SOLUTION": solution, **parameters})
+    return _RUNS[key]
+
+
+def _execute(notebook: Path, workdir: Path, *, data: Path, lang: str, parameters: dict) -> tuple[dict, Path]:
+    env = {"SAMPAN_DATA": str(data), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline", "SAMPAN_LANG": lang}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        output = workdir / f"{notebook.stem}.out.ipynb"
+        papermill.execute_notebook(str(notebook), str(output), parameters={"QUICK": True, **parameters},
+                                   kernel_name=KERNEL, cwd=str(workdir), progress_bar=False, log_output=False,
+                                   execution_timeout=600)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return collect_records(output), output
+
+
 def run_lesson(lesson: Path, workdir: Path, **parameters) -> tuple[dict, Path]:
     """Executes ``lesson`` with papermill in ``workdir`` (``QUICK=True, SOLUTION=True`` unless overridden),
     with ``SAMPAN_DATA`` in ``workdir/data``; returns what it recorded and the executed notebook."""
@@ -62,3 +127,33 @@ def assert_follows_conventions(lesson: Path) -> None:
         if cell.cell_type == "code":
             assert not cell.outputs and cell.execution_count is None, f"committed output in {lesson.name}"
             assert not _MACHINE_PATH.search(cell.source), f"absolute path in {lesson.name}: {cell.source[:80]}"
+
+
+def assert_exercises_follow_the_convention(lesson: Path) -> None:
+    """Exercises v2 (notebooks/README.md, "Exercises"): a checks module beside the lesson defines every exercise
+    the lesson ranges in path.yaml; solution cells are tagged, hidden and only call ``solve``; the lesson ends
+    with ``ex.done()``; no check cell compares against a value it spells out."""
+    from sampan.path.exercise import Exercises
+    from sampan.path.manifest import load_path
+
+    nb = nbformat.read(lesson, as_version=4)
+    ids = [x.id for x in load_path(NOTEBOOKS / "path.yaml", check_files=False).lessons
+           if x.notebook.resolve() == lesson.resolve()]
+    assert ids, f"{lesson.name} is not in path.yaml"
+    entry = load_path(NOTEBOOKS / "path.yaml", check_files=False).lesson(ids[0])
+    ranged = {m.name[len("exercise_"):] for m in entry.metrics if m.name.startswith("exercise_")}
+    checks = lesson.parent / "checks" / f"{ids[0]}.py"
+    assert checks.is_file(), f"{lesson.name}: its exercises belong in {checks.relative_to(NOTEBOOKS)}"
+    defined = set(Exercises(ids[0]).exercises)
+    assert ranged and ranged == defined, f"{lesson.name}: path.yaml ranges {sorted(ranged)}, checks define {sorted(defined)}"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    solutions = [c for c in code if "solution" in c.metadata.get("tags", [])]
+    assert solutions, f"{lesson.name}: no solution cell tagged `solution`"
+    for cell in solutions:
+        assert cell.metadata.get("jupyter", {}).get("source_hidden"), f"{lesson.name}: a solution cell is not hidden"
+        body = [line.strip() for line in cell.source.splitlines() if line.strip() and not line.strip().startswith("#")]
+        assert body[0] == "if SOLUTION:" and all(re.fullmatch(r"ex\.\w+\.solve\(globals\(\)\)", b) for b in body[1:]), \
+            f"{lesson.name}: a solution cell holds more than `if SOLUTION: ex.<name>.solve(globals())`:\n{cell.source}"
+    for name in defined:
+        assert any(f"ex.{name}.check(" in c.source for c in code), f"{lesson.name}: ex.{name}.check(...) is never called"
+    assert any("ex.done()" in c.source for c in code), f"{lesson.name}: the lesson never calls ex.done()"

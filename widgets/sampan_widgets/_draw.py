@@ -9,6 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
+from sampan_widgets._i18n import tr
+
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
@@ -70,7 +72,8 @@ def svg_lines(series: Sequence[dict], *, width: int = 320, height: int = 160, ti
     if title:
         out.append(f'<text x="{width / 2}" y="12" text-anchor="middle" font-weight="bold">{html.escape(title)}</text>')
     if not any(len(a) for a in arrays):
-        out.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" fill="#888">waiting for data</text>')
+        waiting = html.escape(tr("waiting for data"))
+        out.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" fill="#888">{waiting}</text>')
         return "".join(out) + "</svg>"
     every = np.concatenate([a for a in arrays if len(a)])
     x0, y0 = every.min(axis=0)

@@ -9,6 +9,7 @@ import ipywidgets as W
 
 from sampan_widgets._base import Drawn, Panel
 from sampan_widgets._draw import COLORS, new_figure, to_png
+from sampan_widgets._i18n import tr
 
 
 class ExperimentPanel(Drawn):
@@ -39,13 +40,13 @@ class ExperimentPanel(Drawn):
         self.fit_kwargs = dict(fit_kwargs or {})
         self.runs: list[dict] = []
         self.lr = W.FloatLogSlider(value=lr[2], min=math.log10(lr[0]), max=math.log10(lr[1]), step=0.25,
-                                   description="learning rate", readout_format=".1e")
+                                   description=tr("learning rate"), readout_format=".1e")
         self.batch_size = W.Dropdown(options=list(batch_sizes), value=batch_sizes[min(1, len(batch_sizes) - 1)],
-                                     description="batch size")
-        self.epochs = W.IntSlider(value=epochs[2], min=epochs[0], max=epochs[1], description="epochs")
-        self.run_button = W.Button(description="run", button_style="primary", icon="play")
-        self.clear_button = W.Button(description="clear")
-        self.status = W.HTML("<i>choose settings and press run</i>")
+                                     description=tr("batch size"))
+        self.epochs = W.IntSlider(value=epochs[2], min=epochs[0], max=epochs[1], description=tr("epochs"))
+        self.run_button = W.Button(description=tr("run"), button_style="primary", icon="play")
+        self.clear_button = W.Button(description=tr("clear"))
+        self.status = W.HTML(tr("<i>choose settings and press run</i>"))
         self.image = W.Image(format="png")
         self.run_button.on_click(lambda _: self.run())
         self.clear_button.on_click(lambda _: self.clear())
@@ -59,7 +60,7 @@ class ExperimentPanel(Drawn):
         batch_size = self.batch_size.value if batch_size is None else batch_size
         epochs = self.epochs.value if epochs is None else epochs
         label = f"lr={lr:.1e} bs={batch_size} ep={epochs}"
-        self.status.value = f"running {html.escape(label)}…"
+        self.status.value = tr("running {label}…").format(label=html.escape(label))
         self.run_button.disabled = True
         try:
             model = self.make_model(lr)
@@ -74,14 +75,15 @@ class ExperimentPanel(Drawn):
                           "history": history.to_dict()})
         last = {k: v[-1] for k, v in history.to_dict().items() if k != "epoch" and v}
         summary = " · ".join(f"{k} {v:.4g}" for k, v in last.items() if k != "lr")
-        self.status.value = f"{len(self.runs)} run(s); last: {html.escape(label)}: {html.escape(summary)}"
+        self.status.value = tr("{n} run(s); last: {label}: {summary}").format(
+            n=len(self.runs), label=html.escape(label), summary=html.escape(summary))
         self._draw()
         return history
 
     def clear(self) -> None:
         self.runs.clear()
         self.image.value = b""
-        self.status.value = "<i>cleared</i>"
+        self.status.value = tr("<i>cleared</i>")
 
     def _draw(self) -> None:
         fig = new_figure(6.4, 3.0)
@@ -92,8 +94,8 @@ class ExperimentPanel(Drawn):
             ax.plot(epochs, h["loss"], marker="o", color=color, label=f"{run['label']} train")
             if "eval_loss" in h:
                 ax.plot(epochs, h["eval_loss"], marker="s", linestyle="--", color=color, label=f"{run['label']} eval")
-        ax.set_xlabel("epoch")
-        ax.set_ylabel("loss")
+        ax.set_xlabel(tr("epoch"))
+        ax.set_ylabel(tr("loss"))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         self.image.value = to_png(fig)

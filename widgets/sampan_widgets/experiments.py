@@ -14,6 +14,7 @@ import ipywidgets as W
 from sampan.experiments import compare
 from sampan_widgets._base import Drawn, Panel, in_kernel, png_bundle
 from sampan_widgets._draw import COLORS, new_figure, svg_lines, to_png
+from sampan_widgets._i18n import tr
 
 _HIGHLIGHT = "#fff3c4"
 
@@ -54,11 +55,11 @@ class RunCompare(Drawn):
         self.runs: list[compare.RunRow] = []
         self.selected: list[str] = []
         self._curves: dict[tuple[str, str], list] = {}
-        self._filter = W.Text(value=filter_string, placeholder="MLflow filter, e.g. params.optimizer = 'Adam'",
-                              description="filter", continuous_update=False, layout=W.Layout(width="60%"))
-        self._metric = W.Dropdown(description="metric", options=[metric] if metric else [], value=metric)
-        self._refresh_button = W.Button(description="refresh", icon="refresh")
-        self._list = W.SelectMultiple(description="runs", rows=8, layout=W.Layout(width="98%"))
+        self._filter = W.Text(value=filter_string, placeholder=tr("MLflow filter, e.g. params.optimizer = 'Adam'"),
+                              description=tr("filter"), continuous_update=False, layout=W.Layout(width="60%"))
+        self._metric = W.Dropdown(description=tr("metric"), options=[metric] if metric else [], value=metric)
+        self._refresh_button = W.Button(description=tr("refresh"), icon="refresh")
+        self._list = W.SelectMultiple(description=tr("runs"), rows=8, layout=W.Layout(width="98%"))
         self._table = W.HTML()
         self._curves_view = W.HTML()
         self._parallel = W.HTML()
@@ -159,7 +160,7 @@ class RunCompare(Drawn):
         curves = self.curves(metric)
         series = [{"label": r.name, "points": curves.get(r.run_id, []), "color": COLORS[i % len(COLORS)],
                    "marker": len(curves.get(r.run_id, [])) <= 30} for i, r in enumerate(rows)]
-        return svg_lines(series, width=self.width, height=self.height, title=f"{metric} by step")
+        return svg_lines(series, width=self.width, height=self.height, title=tr("{metric} by step").format(metric=metric))
 
     def parallel_svg(self, metric: str | None) -> str:
         """Parallel coordinates: one axis per differing parameter, then the metric; the selection in color."""
@@ -210,8 +211,8 @@ class RunCompare(Drawn):
         for i, (r, points) in enumerate(zip(rows, self.curves(metric).values() if metric else [])):
             if points:
                 ax_curve.plot(*zip(*points), marker="o", markersize=3, color=COLORS[i % len(COLORS)], label=r.name)
-        ax_curve.set_title(metric or "no metric")
-        ax_curve.set_xlabel("step")
+        ax_curve.set_title(metric or tr("no metric"))
+        ax_curve.set_xlabel(tr("step"))
         ax_curve.grid(alpha=0.3)
         if rows:
             ax_curve.legend(fontsize=7)

@@ -12,6 +12,7 @@ import ipywidgets as W
 from sampan.callbacks.base import Callback
 from sampan_widgets._base import Drawn, Panel, in_kernel, png_bundle
 from sampan_widgets._draw import COLORS, new_figure, svg_lines, to_png
+from sampan_widgets._i18n import tr
 
 _SKIP = {"batch_size", "step", "lr", "loss_scale", "skipped_steps"}
 _TRAIN, _EVAL = COLORS[0], COLORS[1]
@@ -78,7 +79,7 @@ class LiveCurves(Callback, Drawn):
         self._step = 0
         self._embedded = False
         self._handle: Any = None
-        self._status = W.HTML(value="<i>waiting for fit…</i>")
+        self._status = W.HTML(value=tr("<i>waiting for fit…</i>"))
         self._charts = W.HTML(value="")
         self._panel = Panel([self._status, self._charts])
         self._panel.add_class("sampan-live-curves")
@@ -96,7 +97,7 @@ class LiveCurves(Callback, Drawn):
 
     def on_train_begin(self, logs=None):
         self._last_draw = self._next_check = -math.inf
-        self._status.value = "<i>training…</i>"
+        self._status.value = tr("<i>training…</i>")
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
@@ -151,13 +152,13 @@ class LiveCurves(Callback, Drawn):
         for name in sorted(names, key=lambda n: (n != "loss", n)):
             series = []
             if name in self.steps:
-                series.append({"label": "train (step)", "points": self.steps[name], "color": _TRAIN,
+                series.append({"label": tr("train (step)"), "points": self.steps[name], "color": _TRAIN,
                                "opacity": 0.35})
             if name in self.epochs:
-                series.append({"label": "train (epoch)", "points": self.epochs[name], "color": _TRAIN,
+                series.append({"label": tr("train (epoch)"), "points": self.epochs[name], "color": _TRAIN,
                                "marker": True})
             if f"eval_{name}" in self.epochs:
-                series.append({"label": "eval", "points": self.epochs[f"eval_{name}"], "color": _EVAL,
+                series.append({"label": tr("eval"), "points": self.epochs[f"eval_{name}"], "color": _EVAL,
                                "marker": True, "dash": True})
             panels.append((name, series))
         return panels
@@ -196,7 +197,7 @@ class LiveCurves(Callback, Drawn):
                 ax.plot(xs, ys, color=s["color"], alpha=s.get("opacity", 1.0), linestyle="--" if s.get("dash") else "-",
                         marker="o" if s.get("marker") else None, markersize=3, label=s["label"])
             ax.set_title(name)
-            ax.set_xlabel("step")
+            ax.set_xlabel(tr("step"))
             ax.grid(alpha=0.3)
             if series:
                 ax.legend(fontsize=7)

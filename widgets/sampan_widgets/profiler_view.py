@@ -10,10 +10,11 @@ import ipywidgets as W
 from sampan.profiler import PHASES, ProfileReport, profile_fit, profile_steps
 from sampan_widgets._base import Drawn, Panel
 from sampan_widgets._draw import COLORS, human_bytes, new_figure, to_png
+from sampan_widgets._i18n import tr
 
 _SORTS = [("CPU total", "cpu_total"), ("self CPU", "self_cpu_total"), ("device total", "device_total"),
           ("self device", "self_device_total"), ("calls", "count"), ("CPU memory", "cpu_memory"),
-          ("device memory", "device_memory")]
+          ("device memory", "device_memory")]  # labels shown through tr()
 
 
 def ops_table_html(rows: list[dict]) -> str:
@@ -48,9 +49,9 @@ def breakdown_png(records: list[dict]) -> bytes:
         values = [r[phase] for r in records]
         ax.bar(steps, values, bottom=bottom, color=COLORS[i % len(COLORS)], label=phase)
         bottom = [b + v for b, v in zip(bottom, values)]
-    ax.set_xlabel("step")
-    ax.set_ylabel("ms")
-    ax.set_title("time per step by phase")
+    ax.set_xlabel(tr("step"))
+    ax.set_ylabel(tr("ms"))
+    ax.set_title(tr("time per step by phase"))
     ax.legend(fontsize=7, ncols=4)
     return to_png(fig)
 
@@ -61,9 +62,9 @@ def memory_png(timeline: list[dict]) -> bytes:
     steps = [r["step"] for r in timeline]
     for i, key in enumerate(k for k in ("allocated", "reserved", "peak", "rss") if timeline and k in timeline[0]):
         ax.plot(steps, [r[key] / 2**20 for r in timeline], marker="o", markersize=3, color=COLORS[i], label=key)
-    ax.set_xlabel("step")
-    ax.set_ylabel("MiB")
-    ax.set_title("memory after each step")
+    ax.set_xlabel(tr("step"))
+    ax.set_ylabel(tr("MiB"))
+    ax.set_title(tr("memory after each step"))
     ax.legend(fontsize=7)
     return to_png(fig)
 
@@ -88,18 +89,19 @@ class ProfilerView(Drawn):
         self.steps, self.warmup, self.row_limit = steps, warmup, row_limit
         self.report: ProfileReport | None = None
         self._embedded = False
-        self.sort = W.Dropdown(options=_SORTS, value="cpu_total", description="sort by")
-        self.ops = W.HTML("<i>nothing profiled yet</i>")
+        self.sort = W.Dropdown(options=[(tr(label), key) for label, key in _SORTS], value="cpu_total",
+                                description=tr("sort by"))
+        self.ops = W.HTML(tr("<i>nothing profiled yet</i>"))
         self.breakdown = W.HTML("")
         self.breakdown_image = W.Image(format="png")
         self.memory_image = W.Image(format="png")
-        self.path = W.Text(value=trace_path, description="trace")
-        self.export_button = W.Button(description="export chrome trace", icon="download")
+        self.path = W.Text(value=trace_path, description=tr("trace"))
+        self.export_button = W.Button(description=tr("export chrome trace"), icon="download")
         self.export_status = W.HTML("")
         tabs = W.Tab(children=[W.VBox([self.sort, self.ops]), W.VBox([self.breakdown_image, self.breakdown]),
                                self.memory_image])
         for i, title in enumerate(("top operators", "step breakdown", "memory")):
-            tabs.set_title(i, title)
+            tabs.set_title(i, tr(title))
         self._panel = Panel([tabs, W.HBox([self.path, self.export_button, self.export_status])])
         self._panel.add_class("sampan-profiler-view")
         self.sort.observe(lambda _: self._show_ops(), names="value")
@@ -130,8 +132,8 @@ class ProfilerView(Drawn):
     def export(self, path: str | None = None) -> Path | None:
         """Writes the chrome trace (to ``path`` or the path box) and says where."""
         if self.report is None:
-            self.export_status.value = "<i>profile something first</i>"
+            self.export_status.value = tr("<i>profile something first</i>")
             return None
         out = self.report.export_chrome_trace(path or self.path.value)
-        self.export_status.value = f"written to <code>{html.escape(str(out))}</code>"
+        self.export_status.value = f"{tr('written to')} <code>{html.escape(str(out))}</code>"
         return out

@@ -11,6 +11,7 @@ import ipywidgets as W
 from sampan.monitor import MonitorCallback, ResourceSampler
 from sampan_widgets._base import Drawn, Panel
 from sampan_widgets._draw import COLORS, human_bytes, svg_lines
+from sampan_widgets._i18n import tr
 
 _CSS = ("<style>.sampan-res td,.sampan-res th{padding:1px 8px;text-align:right;font:12px monospace}"
         ".sampan-res th{text-align:left}.sampan-bar{display:inline-block;height:8px;background:#1f77b4}</style>")
@@ -26,25 +27,28 @@ def _bar(used: float | None, total: float | None) -> str:
 def status_html(row: dict | None, *, note: str | None = None, warning: str | None = None) -> str:
     """The table of the latest sample: host, then one block per GPU (NVML device view, torch.cuda view)."""
     if not row:
-        return "<i>no sample yet</i>"
+        return tr("<i>no sample yet</i>")
     lines = [_CSS, '<table class="sampan-res">',
-             f"<tr><th>host</th><td>CPU {row.get('cpu', 0):.0f}%</td><td>process {row.get('proc_cpu', 0):.0f}%</td>"
+             f"<tr><th>{tr('host')}</th><td>CPU {row.get('cpu', 0):.0f}%</td>"
+             f"<td>{tr('process')} {row.get('proc_cpu', 0):.0f}%</td>"
              f"<td></td></tr>",
-             f"<tr><th>process RSS</th><td>{human_bytes(row.get('rss'))}</td><td></td><td></td></tr>",
-             f"<tr><th>system memory</th><td>{human_bytes(row.get('sys_used'))} / {human_bytes(row.get('sys_total'))}"
+             f"<tr><th>{tr('process RSS')}</th><td>{human_bytes(row.get('rss'))}</td><td></td><td></td></tr>",
+             f"<tr><th>{tr('system memory')}</th>"
+             f"<td>{human_bytes(row.get('sys_used'))} / {human_bytes(row.get('sys_total'))}"
              f"</td><td>{_bar(row.get('sys_used'), row.get('sys_total'))}</td><td></td></tr>"]
     gpus = sorted({int(k[3:k.index("_")]) for k in row if k.startswith("gpu")})
     for i in gpus:
         g = lambda key: row.get(f"gpu{i}_{key}")  # noqa: E731
         if g("util") is not None:
-            lines.append(f"<tr><th>GPU {i} (device)</th><td>util {g('util'):.0f}%</td>"
+            lines.append(f"<tr><th>GPU {i} ({tr('device')})</th><td>{tr('util')} {g('util'):.0f}%</td>"
                          f"<td>{human_bytes(g('mem_used'))} / {human_bytes(g('mem_total'))}</td>"
                          f"<td>{_bar(g('mem_used'), g('mem_total'))}</td></tr>")
         if g("allocated") is not None:
-            lines.append(f"<tr><th>GPU {i} (PyTorch)</th><td>allocated {human_bytes(g('allocated'))}</td>"
-                         f"<td>reserved {human_bytes(g('reserved'))}</td><td>peak {human_bytes(g('peak'))}</td></tr>")
+            lines.append(f"<tr><th>GPU {i} (PyTorch)</th><td>{tr('allocated')} {human_bytes(g('allocated'))}</td>"
+                         f"<td>{tr('reserved')} {human_bytes(g('reserved'))}</td>"
+                         f"<td>{tr('peak')} {human_bytes(g('peak'))}</td></tr>")
     lines.append("</table>")
-    step = f" · step {row['step']}" if row.get("step") is not None else ""
+    step = f" · {tr('step')} {row['step']}" if row.get("step") is not None else ""
     lines.append(f'<div class="sampan-res-time">t = {row["time"]:.1f} s{step}</div>')
     if note:
         lines.append(f'<div class="sampan-res-note" style="color:#666">{html.escape(note)}</div>')
@@ -63,7 +67,7 @@ def chart_html(samples: list[dict], *, width: int = 420, height: int = 150) -> s
         pts = [(s["time"], s[key] / mib) for s in samples if s.get(key) is not None]
         if pts:
             series.append({"label": label, "points": pts, "color": COLORS[i % len(COLORS)]})
-    return svg_lines(series, width=width, height=height, title="memory (MiB) over time (s)")
+    return svg_lines(series, width=width, height=height, title=tr("memory (MiB) over time (s)"))
 
 
 class ResourceMonitor(MonitorCallback, Drawn):

@@ -11,6 +11,7 @@ import torch
 
 from sampan_widgets._base import Drawn, Panel
 from sampan_widgets._draw import new_figure, to_png
+from sampan_widgets._i18n import tr
 
 
 class SummaryView(Drawn):
@@ -80,8 +81,8 @@ class DatasetBrowser(Drawn):
         self.classes = list(classes) if classes is not None else list(getattr(dataset, "classes", []) or [])
         self.pages = max(1, math.ceil(len(dataset) / per_page))
         self.page = 0
-        self.prev_button = W.Button(description="◀ previous")
-        self.next_button = W.Button(description="next ▶")
+        self.prev_button = W.Button(description=tr("◀ previous"))
+        self.next_button = W.Button(description=tr("next ▶"))
         self.label = W.Label()
         self.image = W.Image(format="png")
         self.text = W.HTML()
@@ -149,9 +150,10 @@ class ConfusionMatrixView(Drawn):
         self.matrix = np.zeros((n, n), dtype=np.int64)
         np.add.at(self.matrix, (t, p), 1)
         self.accuracy = float(np.trace(self.matrix) / max(self.matrix.sum(), 1))
-        self.normalize = W.ToggleButton(value=normalize, description="normalize rows")
+        self.normalize = W.ToggleButton(value=normalize, description=tr("normalize rows"))
         self.image = W.Image(format="png")
-        self.caption = W.HTML(f"accuracy <b>{self.accuracy:.2%}</b> on {int(self.matrix.sum())} samples")
+        self.caption = W.HTML(tr("accuracy <b>{accuracy:.2%}</b> on {count} samples").format(
+            accuracy=self.accuracy, count=int(self.matrix.sum())))
         self.normalize.observe(lambda _: self._draw(), names="value")
         self._panel = Panel([self.normalize, self.image, self.caption])
         self._panel.add_class("sampan-confusion")
@@ -175,8 +177,8 @@ class ConfusionMatrixView(Drawn):
         ax.imshow(m, cmap="Blues")
         ax.set_xticks(range(n), self.classes, rotation=45, fontsize=8)
         ax.set_yticks(range(n), self.classes, fontsize=8)
-        ax.set_xlabel("predicted")
-        ax.set_ylabel("true")
+        ax.set_xlabel(tr("predicted"))
+        ax.set_ylabel(tr("true"))
         for i in range(n):
             for j in range(n):
                 text = f"{m[i, j]:.2f}" if self.normalize.value else f"{int(m[i, j])}"

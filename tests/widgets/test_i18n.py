@@ -1,0 +1,36 @@
+"""The widgets speak the learner's language: Chinese labels under SAMPAN_LANG=zh, English otherwise."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sampan_widgets import ConfusionMatrixView, LiveCurves, ResourceMonitor
+from sampan_widgets._i18n import _ZH, tr
+from sampan_widgets.resource_monitor import status_html
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_labels_follow_the_language(lang, monkeypatch):
+    monkeypatch.setenv("SAMPAN_LANG", lang)
+    curves = LiveCurves()
+    matrix = ConfusionMatrixView([0] * 6 + [1] * 9, [0] * 5 + [1] + [0] * 2 + [1] * 7)
+    row = {"time": 1.0, "cpu": 10.0, "proc_cpu": 5.0, "rss": 2**20, "sys_used": 2**30, "sys_total": 2**31, "step": 3}
+    texts = [curves._status.value, matrix.normalize.description, matrix.caption.value, status_html(row)]
+    if lang == "zh":
+        assert texts[0] == "<i>等待 fit 开始……</i>" and texts[1] == "按行归一化"
+        assert "准确率为 <b>80.00%</b>" in texts[2] and "系统内存" in texts[3] and "步 3" in texts[3]
+    else:
+        assert texts[0] == "<i>waiting for fit…</i>" and texts[1] == "normalize rows"
+        assert "accuracy <b>80.00%</b> on 15 samples" in texts[2] and "system memory" in texts[3]
+
+
+def test_every_chinese_label_is_chinese_and_keeps_its_placeholders(monkeypatch):
+    import re
+    import string
+
+    monkeypatch.setenv("SAMPAN_LANG", "zh")
+    for english, chinese in _ZH.items():
+        fields = lambda text: sorted(f for _, f, _, _ in string.Formatter().parse(text) if f)  # noqa: E731
+        assert fields(english) == fields(chinese), english
+        assert english in ("MiB",) or re.search(r"[\u4e00-\u9fff]", chinese), f"{english!r} -> {chinese!r}"
+    assert tr("not a known label") == "not a known label"

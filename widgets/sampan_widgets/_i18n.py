@@ -1,0 +1,52 @@
+"""The widgets' words in the learner's language: English, or Simplified Chinese when ``SAMPAN_LANG`` (set by
+``sampan lab --lang zh`` and ``sampan dashboard --lang zh``) or the locale says ``zh``.
+
+Example:
+    >>> import os; os.environ["SAMPAN_LANG"] = "zh"
+    >>> tr("epoch")
+    '轮次'
+    >>> tr("{n} run(s)").format(n=3)
+    '3 次运行'
+"""
+from __future__ import annotations
+
+__all__ = ["tr"]
+
+_ZH = {
+    # axes and series
+    "step": "步", "epoch": "轮次", "loss": "损失", "eval": "验证", "train (step)": "训练（每步）",
+    "train (epoch)": "训练（每轮）", "predicted": "预测类别", "true": "真实类别", "ms": "毫秒",
+    "MiB": "MiB", "no metric": "无指标", "{metric} by step": "{metric}（按步）",
+    "memory (MiB) over time (s)": "内存（MiB）随时间（秒）变化", "waiting for data": "等待数据",
+    "time per step by phase": "每步各阶段用时", "memory after each step": "每步之后的内存",
+    # LiveCurves
+    "<i>waiting for fit…</i>": "<i>等待 fit 开始……</i>", "<i>training…</i>": "<i>训练中……</i>",
+    # Experiment
+    "learning rate": "学习率", "batch size": "批大小", "epochs": "轮数", "run": "运行", "clear": "清除",
+    "<i>choose settings and press run</i>": "<i>选好设置后点击“运行”</i>", "running {label}…": "正在运行 {label}……",
+    "{n} run(s); last: {label}: {summary}": "共 {n} 次运行；最近一次：{label}：{summary}",
+    "<i>cleared</i>": "<i>已清除</i>", "{n} run(s)": "{n} 次运行",
+    # RunCompare
+    "MLflow filter, e.g. params.optimizer = 'Adam'": "MLflow 过滤条件，例如 params.optimizer = 'Adam'",
+    "filter": "过滤", "metric": "指标", "refresh": "刷新", "runs": "运行",
+    # ProfilerView
+    "CPU total": "CPU 总计", "self CPU": "自身 CPU", "device total": "设备总计", "calls": "调用次数",
+    "self device": "自身设备", "CPU memory": "CPU 内存", "device memory": "设备内存",
+    "sort by": "排序依据", "<i>nothing profiled yet</i>": "<i>还没有性能分析结果</i>", "trace": "追踪文件",
+    "export chrome trace": "导出 Chrome 追踪", "top operators": "最耗时的算子", "step breakdown": "每步分解",
+    "memory": "内存", "<i>profile something first</i>": "<i>请先做一次性能分析</i>", "written to": "已写入",
+    # ResourceMonitor
+    "<i>no sample yet</i>": "<i>还没有采样</i>", "host": "主机", "process": "进程", "process RSS": "进程常驻内存（RSS）",
+    "system memory": "系统内存", "device": "设备", "util": "利用率", "allocated": "已分配", "reserved": "已预留",
+    "peak": "峰值",
+    # views
+    "◀ previous": "◀ 上一页", "next ▶": "下一页 ▶", "normalize rows": "按行归一化",
+    "accuracy <b>{accuracy:.2%}</b> on {count} samples": "在 {count} 个样本上的准确率为 <b>{accuracy:.2%}</b>",
+}
+
+
+def tr(text: str) -> str:
+    """``text`` in the learner's language (unknown words stay as they are)."""
+    from sampan.path.lang import default_language
+
+    return _ZH.get(text, text) if default_language() == "zh" else text

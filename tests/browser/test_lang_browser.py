@@ -88,8 +88,11 @@ def test_a_dashboard_in_chinese_in_voila(server_env, page, tmp_path):
         page.locator("h1", has_text="学习路线报告").wait_for(timeout=WAIT)
         assert page.locator("h1", has_text="Learning-path reports").count() == 0
         page.locator(".jupyter-widgets").first.wait_for(timeout=WAIT)  # the page is built: its widgets are drawn
-        # the Chinese part only: below it the widgets name this test's tmp folder (and are still English)
+        page.get_by_text("只看失败的课程").wait_for(timeout=WAIT)  # the widgets' labels are Chinese too
+        page.get_by_text("你的进度").first.wait_for(timeout=WAIT)
+        assert page.get_by_text("Only failed lessons").count() == 0
+        # the title and the widgets; below them the page names this test's tmp folder
         page.screenshot(path=str(REPO / "docs" / "images" / "dashboard-zh.png"),
-                        clip={"x": 0, "y": 0, "width": 1280, "height": 140})
+                        clip={"x": 0, "y": 0, "width": 1280, "height": 235})
     finally:
         stop(proc)

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from lesson_helpers import lesson_run, outputs_text
 from sampan.path.lang import build_notebook, check_bilingual, is_bilingual, notebook_languages
 from sampan.utils.io import repo_root
 
@@ -43,20 +44,35 @@ def test_every_bilingual_lesson_is_complete_with_identical_code(notebook):
 def _bilingual_lessons():
     from sampan.path import load_path
 
-    return [x.id for x in load_path().lessons if x.notebook in BILINGUAL]
+    return [pytest.param(x.id, marks=pytest.mark.xdist_group(x.notebook.relative_to(NOTEBOOKS).with_suffix("").as_posix()),
+                         id=x.id) for x in load_path().lessons if x.notebook in BILINGUAL]
 
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("lesson", _bilingual_lessons())
-def test_every_bilingual_lesson_runs_in_chinese_within_its_ranges(lesson, tmp_path):
-    """`sampan path run --lang zh --quick`: the Chinese build, with path.yaml's quick ranges (the English ones)."""
+def test_every_bilingual_lesson_runs_in_chinese_within_its_ranges(lesson):
+    """The Chinese build of each lesson in quick mode meets path.yaml's quick ranges (the English ones), and its
+    exercise feedback speaks Chinese. The run is the one tests/notebooks/test_courses.py checks (one per lesson)."""
+    from sampan.path import load_path
+
+    entry = load_path().lesson(lesson)
+    records, output = lesson_run(entry.notebook, solution=True, lang="zh")
+    problems = {m.name: m.check(records[m.name], "quick") if m.name in records else "not recorded"
+                for m in entry.metrics}
+    assert not any(problems.values()), {k: v for k, v in problems.items() if v}
+    assert "道练习都答对了" in outputs_text(output), outputs_text(output)[-2000:]
+
+
+@pytest.mark.notebook
+def test_sampan_path_run_lang_zh_runs_the_chinese_build(tmp_path):
+    """`sampan path run --lang zh --quick` on one lesson: the executed notebook is the Chinese build."""
     import nbformat
 
     import sampan.path
 
-    report = sampan.path.run(lesson=lesson, quick=True, lang="zh", output_dir=tmp_path / "runs",
+    report = sampan.path.run(lesson="tensors_and_autograd", quick=True, lang="zh", output_dir=tmp_path / "runs",
                              data_dir=tmp_path / "data", progress=False)
-    result = report.result(lesson)
+    result = report.result("tensors_and_autograd")
     assert report.ok, (result.status, result.reason, result.error, result.metrics)
     executed = nbformat.read(report.run_dir / result.output, as_version=4)
     assert executed.metadata["sampan"]["language"] == "zh"

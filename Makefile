@@ -3,10 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.sampan-installed
-# Thread count for tests and lessons on small machines; override with `make test THREADS=8`.
-THREADS ?= 2
+# `make test` runs WORKERS test processes (pytest-xdist) with THREADS threads each; on a bigger machine:
+# `make test WORKERS=8`.
+WORKERS ?= 2
+THREADS ?= 1
 
-.PHONY: setup lab test bench clean hub-proxy
+.PHONY: setup lab test bench clean hub-proxy site
 
 setup: $(STAMP)
 
@@ -29,11 +31,16 @@ lab: setup
 	$(VENV)/bin/sampan lab
 
 test: setup
-	OMP_NUM_THREADS=$(THREADS) $(PY) -m pytest $(PYTEST_ARGS)
+	OMP_NUM_THREADS=$(THREADS) $(PY) -m pytest -n $(WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,bench]"
 	$(VENV)/bin/sampan bench
+
+# The executed course as static HTML: runs the path in quick mode, then writes runs/<timestamp>/site/index.html.
+# `make site SITE_ARGS="--from runs/<timestamp>"` builds it from a run you already have; `--lang zh` in Chinese.
+site: setup
+	OMP_NUM_THREADS=$(THREADS) $(VENV)/bin/sampan path site $(SITE_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

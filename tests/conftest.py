@@ -85,3 +85,12 @@ def leaky_callback():
             self.kept.append(block)
 
     return Leaky
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under ``pytest -n N --dist loadgroup`` (``make test``) a test file stays on one worker, so its module
+    fixtures (a JupyterLab, a hub) start once; the lessons' tests carry a group per lesson instead, so the
+    lessons spread over the workers and each lesson still runs once per worker (``lesson_helpers.lesson_run``)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

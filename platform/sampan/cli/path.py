@@ -1,10 +1,11 @@
-"""``sampan path list | run``: the learning path with your progress, and its headless runner.
+"""``sampan path list | run | site``: the learning path with your progress, its headless runner, its HTML site.
 
 Examples:
     sampan path list
     sampan path index        # after editing path.yaml
     sampan path run --stage beginner --quick
     sampan path run --lesson first_model --output runs/ --keep-going
+    sampan path site --from runs/<timestamp>   # the executed lessons as static HTML, in <run>/site/
 """
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ def add_parser(subparsers) -> None:
     run.add_argument("--data-dir", default=None, help="DATA_DIR / SAMPAN_DATA for the lessons")
     run.add_argument("--kernel", default=None, help="kernel to run the lessons in (default: the one they name)")
     add_lang_argument(run)
+    site = sub.add_parser("site", help="build a static HTML site of the executed lessons (index, one page each)",
+                          description="The executed lessons as static HTML (no server, no JavaScript needed). "
+                                      "With --from, the site is in the run's language (--lang must match it).")
+    site.add_argument("--from", dest="from_run", default=None, metavar="RUN_DIR",
+                      help="a folder written by `sampan path run` (default: run the path in quick mode first)")
+    site.add_argument("--out", default=None, metavar="DIR", help="the site's folder (default RUN_DIR/site)")
+    add_lang_argument(site)
 
 
 def run(args) -> int:
@@ -47,10 +55,12 @@ def run(args) -> int:
             return _run(args)
         if args.path_command == "index":
             return _index(args)
+        if args.path_command == "site":
+            return _site(args)
     except (PathManifestError, SampanError, ValueError, FileNotFoundError) as exc:
         print(f"sampan path: {exc}", file=sys.stderr)
         return 2
-    print("usage: sampan path {list,run} [options]; see `sampan path run --help`", file=sys.stderr)
+    print("usage: sampan path {list,run,index,site} [options]; see `sampan path run --help`", file=sys.stderr)
     return 2
 
 
@@ -104,3 +114,18 @@ def _index(args) -> int:
     target = manifest.parent / "index.ipynb"
     print(f"{target}: {'updated' if sync_index_notebook(target, manifest) else 'already in sync'}")
     return 0
+
+
+def _site(args) -> int:
+    from sampan.path.site import build_site
+
+    # with --from, the language is the run's unless --lang says otherwise (and must then match it)
+    lang = args.lang if args.from_run is not None else chosen_language(args)
+    site = build_site(args.from_run, out=args.out, lang=lang, manifest=args.manifest, progress=True)
+    print(f"{len(site.pages)} lesson pages from {site.run_dir}")
+    if site.missing:
+        print(f"not executed in that run (listed without a page): {', '.join(site.missing)}")
+    if site.failed:
+        print(f"failed in that run (their pages show where): {', '.join(site.failed)}")
+    print(f"site: {site.index}")
+    return 1 if site.failed and args.from_run is None else 0  # the run made here failed a lesson

@@ -114,6 +114,10 @@ def quantize_dynamic(model: nn.Module, *, skip: Iterable[Any] = (),
                      layer_types: Iterable[type] = DYNAMIC_TYPES) -> nn.Module:
     """Returns a copy of ``model`` whose Linear / LSTM / GRU weights are int8.
 
+    Weight-only, like PaddleSlim's ``quant_post_dynamic``: the activations stay float and the weights
+    are dequantized on every call. What PyTorch calls dynamic quantization (activations rounded to
+    int8 at run time, int8 kernels) is what :func:`~sampan.quantization.compile_int8` makes of the result.
+
     Args:
         model: the network (not modified).
         skip: layer names or types kept in float, e.g. the most sensitive ones from

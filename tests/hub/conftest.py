@@ -234,3 +234,6 @@ def hub_factory(tmp_path_factory):
     yield make
     for hub in hubs:
         hub.stop()
+        live = hub.dir / "live_dir.txt"  # the live dashboards' folder (outside the hub folder, sampan.hub.live)
+        if live.is_file() and Path(live.read_text().strip()).name.startswith("sampan-live-"):
+            shutil.rmtree(live.read_text().strip(), ignore_errors=True)

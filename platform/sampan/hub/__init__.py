@@ -10,6 +10,8 @@ imports them inside functions: ``import sampan.hub`` stays cheap and headless.
 - :mod:`sampan.hub.progress_store`: the teacher dashboard's SQLite store of progress events.
 - :mod:`sampan.hub.service`: the teacher dashboard, a JupyterHub service behind hub login.
 - :mod:`sampan.hub.client`: a learner's server posts progress events to that service.
+- :mod:`sampan.hub.live`: published dashboards *live* for the class (Voilà as a hub-authenticated service,
+  as an unprivileged user); :mod:`sampan.hub.live_auth`: its JupyterHub login (loaded by Voilà only).
 - :mod:`sampan.hub.auth`, :mod:`sampan.hub.spawner`: the authenticator and spawner (loaded by JupyterHub only).
 - :mod:`sampan.hub.bench`: the 20-learner rush (``python -m sampan.hub.bench``).
 
@@ -20,4 +22,4 @@ Example:
 """
 from __future__ import annotations
 
-__all__ = ["gallery", "config", "course", "roster", "progress_store", "client"]
+__all__ = ["gallery", "config", "course", "roster", "progress_store", "client", "live"]

@@ -5,11 +5,13 @@ One machine, one class: JupyterHub with configurable-http-proxy on 127.0.0.1
 ``SAMPAN_HUB_SSL_KEY``), :class:`~sampan.hub.auth.SampanAuthenticator`
 (NativeAuthenticator), SQLite in the hub folder (``SAMPAN_HUB_DB_URL`` for
 PostgreSQL), :class:`~sampan.hub.spawner.SampanSpawner`, the teacher dashboard
-service ``progress`` and ``jupyterhub-idle-culler``. Roles (JupyterHub RBAC):
+service ``progress``, ``jupyterhub-idle-culler`` and the ``live`` dashboards (:mod:`sampan.hub.live`:
+Voilà behind hub login, as an unprivileged user when the hub runs as root). Roles (JupyterHub RBAC):
 
 - ``teacher``: hub admin plus ``custom:progress:read``;
 - ``assistant``: ``custom:progress:read`` and the user list, no access to servers (no files);
-- ``student`` (the built-in ``user`` role): their own server, their own progress page.
+- ``student`` (the built-in ``user`` role): their own server, their own progress page;
+- ``assistant`` and ``student`` also open the class's live dashboards (``access:services!service=live``).
 
 Every setting comes from ``SAMPAN_HUB_*`` environment variables, which ``sampan hub`` sets.
 
@@ -27,6 +29,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sampan.hub.live import LIVE_SERVICE, LIVE_BOOT, LivePlan, live_plan, make_live_dir
 from sampan.hub.roster import by_role, read_roster
 
 SERVICE = "progress"
@@ -60,6 +63,8 @@ class HubSettings:
     db_url: str = ""
     ssl_cert: str = ""
     ssl_key: str = ""
+    live: str = "auto"
+    live_user: str = "nobody"
 
     @classmethod
     def from_env(cls, env=os.environ) -> "HubSettings":
@@ -79,6 +84,7 @@ class HubSettings:
             activity_interval=int(env.get("SAMPAN_HUB_ACTIVITY_INTERVAL", "60")),
             db_url=env.get("SAMPAN_HUB_DB_URL", ""),
             ssl_cert=env.get("SAMPAN_HUB_SSL_CERT", ""), ssl_key=env.get("SAMPAN_HUB_SSL_KEY", ""),
+            live=env.get("SAMPAN_HUB_LIVE", "auto"), live_user=env.get("SAMPAN_HUB_LIVE_USER", "nobody"),
         )
 
     @property
@@ -118,13 +124,14 @@ def _free_port() -> int:
 def roles(s: HubSettings) -> list[dict]:
     """JupyterHub RBAC roles: teacher, assistant, the default user and server roles, the services'."""
     service_access = f"access:services!service={SERVICE}"
+    live_access = f"access:services!service={LIVE_SERVICE}"  # open a classmate's live dashboard
     return [
         {"name": "teacher", "users": sorted(s.teachers),
          "scopes": ["admin:users", "admin:servers", "access:servers", "read:roles:users", "access:services",
                     "custom:progress:read"]},
         {"name": "assistant", "users": sorted(by_role(s.roster, "assistant")),
-         "scopes": ["list:users", "read:users:activity", service_access, "custom:progress:read"]},
-        {"name": "user", "scopes": ["self", service_access, "custom:progress:write"]},
+         "scopes": ["list:users", "read:users:activity", service_access, live_access, "custom:progress:read"]},
+        {"name": "user", "scopes": ["self", service_access, live_access, "custom:progress:write"]},
         {"name": "server", "scopes": ["users:activity!user", "access:servers!server", service_access,
                                       "custom:progress:write"]},
         {"name": "progress-service", "services": [SERVICE], "scopes": ["list:users", "read:users", "read:roles:users"]},
@@ -146,6 +153,18 @@ def services(s: HubSettings) -> list[dict]:
         {"name": CULLER, "command": culler, "environment": {"SAMPAN_HUB_PUBLIC_URL": s.public_url,
                                                             "SAMPAN_HUB_USERS": str(s.hub_dir / "users")}},
     ]
+
+
+def live_service(plan: LivePlan, live_dir: Path) -> dict:
+    """The ``live`` service: Voilà on the copies in ``live_dir``, as ``plan.user`` (JupyterHub's setuid)."""
+    service = {"name": LIVE_SERVICE, "url": f"http://127.0.0.1:{_free_port()}", "display": True,
+               "command": [sys.executable, "-c", LIVE_BOOT], "oauth_no_confirm": True,
+               "cwd": str(live_dir / "dashboards"),
+               "environment": {"SAMPAN_LIVE_DIR": str(live_dir),
+                               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}}
+    if plan.user is not None:
+        service["user"] = plan.user
+    return service
 
 
 def configure(c, settings: HubSettings | None = None) -> HubSettings:
@@ -194,5 +213,14 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     c.JupyterHub.custom_scopes = CUSTOM_SCOPES
     c.JupyterHub.load_roles = roles(s)
     c.JupyterHub.services = services(s)
+    plan = live_plan(s.live, s.live_user)
+    print(f"[sampan hub] {plan.reason}", file=sys.stderr)
+    if plan.enabled:
+        if plan.user is not None:  # the hub folder (database, cookie secret, learners' homes) is the hub's alone
+            s.hub_dir.chmod(0o700)
+        live_dir = make_live_dir(s.hub_dir, plan.user)
+        progress = next(x for x in c.JupyterHub.services if x["name"] == SERVICE)
+        progress["environment"]["SAMPAN_LIVE_DIR"] = str(live_dir)  # it keeps the copies fresh and links them
+        c.JupyterHub.services.append(live_service(plan, live_dir))
     c.JupyterHub.last_activity_interval = min(300, max(5, s.activity_interval))
     return s

@@ -13,7 +13,9 @@ Pages under the service prefix (``/services/progress/``):
 - ``/gallery`` the dashboards learners published (``sampan publish``) and ``/gallery/USER/NAME``
   one of them, for every hub user: a read-only snapshot of its saved outputs, served with a
   Content-Security-Policy that runs no script (nothing a learner opens from someone else runs code).
-  One machine only: it reads the learners' galleries under ``$SAMPAN_HUB_USERS``.
+  One machine only: it reads the learners' galleries under ``$SAMPAN_HUB_USERS``. When the hub runs
+  the ``live`` service (``$SAMPAN_LIVE_DIR`` set, :mod:`sampan.hub.live`), each entry also links to its
+  live Voilà dashboard, and this service refreshes the live service's read-only copies every few seconds.
 
 JupyterHub and tornado are imported in :func:`make_app`, so ``import sampan.hub.service``
 stays headless. The hub starts this module with the environment of a managed service
@@ -79,6 +81,7 @@ def render_own(name: str, lessons: dict[str, dict[str, Any]]) -> str:
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; sandbox"
 USERS_ENV = "SAMPAN_HUB_USERS"
+LIVE_DIR_ENV = "SAMPAN_LIVE_DIR"
 
 
 def published(users_dir: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -94,14 +97,23 @@ def published(users_dir: Path) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def render_gallery(entries: list[tuple[str, dict[str, Any]]]) -> str:
-    """The class gallery page: one link per published dashboard."""
-    rows = "".join(f'<tr><td><a href="gallery/{escape(user)}/{escape(e["name"])}">{escape(e["name"])}</a></td>'
+def render_gallery(entries: list[tuple[str, dict[str, Any]]], live: bool = False) -> str:
+    """The class gallery page: one link per published dashboard (its snapshot), and its live page when ``live``."""
+    def links(user: str, name: str) -> str:
+        snapshot = f'<a href="gallery/{escape(user)}/{escape(name)}">{escape(name)}</a>'
+        if not live:
+            return f"<td>{snapshot}</td>"
+        live_page = f"../live/voila/render/{escape(user)}/{escape(name)}.ipynb"  # sampan.hub.live.live_url
+        return f'<td>{snapshot}</td><td><a class="live" href="{live_page}">open live</a></td>'
+
+    rows = "".join(f"<tr>{links(user, e['name'])}"
                    f"<td>{escape(user)}</td><td>{escape(_when(e.get('published_at')))}</td></tr>"
                    for user, e in entries)
+    live_head, span = ("<th>live</th>", 4) if live else ("", 3)
     return (f"<!doctype html><html><head><title>Class gallery</title><style>{STYLE}</style></head><body>"
-            f"<h1>Dashboards published by the class</h1><table id=\"gallery\"><tr><th>dashboard</th><th>by</th>"
-            f"<th>published (UTC)</th></tr>{rows or '<tr><td colspan=3>nothing yet</td></tr>'}</table></body></html>")
+            f"<h1>Dashboards published by the class</h1><table id=\"gallery\"><tr><th>dashboard</th>{live_head}"
+            f"<th>by</th><th>published (UTC)</th></tr>{rows or f'<tr><td colspan={span}>nothing yet</td></tr>'}"
+            f"</table></body></html>")
 
 
 def render_dashboard(users_dir: Path, user: str, name: str) -> str | None:
@@ -204,11 +216,12 @@ def make_app(store_path: str | os.PathLike):
             self.finish(event)
 
     users_dir = Path(os.environ.get(USERS_ENV, "users"))
+    live_dir = Path(os.environ[LIVE_DIR_ENV]) if os.environ.get(LIVE_DIR_ENV) else None
 
     class GalleryHandler(Base):
         @web.authenticated
         def get(self):
-            self.finish(render_gallery(published(users_dir)))
+            self.finish(render_gallery(published(users_dir), live=live_dir is not None))
 
     class DashboardHandler(Base):
         @web.authenticated
@@ -240,6 +253,14 @@ def main() -> None:
     url = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
     store_path = Path(os.environ.get(STORE_ENV, "progress.sqlite"))
     make_app(store_path).listen(url.port, url.hostname)
+    if os.environ.get(LIVE_DIR_ENV):  # keep the live service's copies of the published notebooks fresh
+        from tornado.ioloop import PeriodicCallback
+
+        from sampan.hub.live import SYNC_SECONDS, sync
+
+        users, live = Path(os.environ.get(USERS_ENV, "users")), Path(os.environ[LIVE_DIR_ENV])
+        sync(users, live)
+        PeriodicCallback(lambda: sync(users, live), SYNC_SECONDS * 1000).start()
     IOLoop.current().start()
 
 

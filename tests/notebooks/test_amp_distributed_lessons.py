@@ -5,10 +5,12 @@ the case other launchers break on: the training function is defined in the noteb
 """
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 
-from lesson_helpers import NOTEBOOKS, assert_follows_conventions, outputs_text, run_lesson
+from lesson_helpers import NOTEBOOKS, assert_follows_conventions, lesson_run, outputs_text, run_lesson
 
 LESSONS = NOTEBOOKS / "03-advanced"
 
@@ -21,8 +23,8 @@ def mixed_precision(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def distributed(tmp_path_factory):
-    return run_lesson(LESSONS / "distributed_training.ipynb", tmp_path_factory.mktemp("distributed_training"))
+def distributed():
+    return lesson_run("03-advanced/distributed_training")  # the same run as test_courses.py's
 
 
 def test_mixed_precision_lesson_records(mixed_precision):
@@ -35,6 +37,29 @@ def test_mixed_precision_lesson_records(mixed_precision):
     assert records["exercise_fix_overflow"] is True
     assert isinstance(records["cpu_native_bf16"], bool)
     assert "First non-finite output: module 'amplify' (Linear)" in outputs_text(output)
+
+
+def test_mixed_precision_check_fails_every_linear_and_the_hard_coded_name(tmp_path, monkeypatch):
+    """The exercise's check runs hidden networks: black-listing every Linear, or naming only the lesson's
+    overflowing layer, is incorrect; the reference solution is right."""
+    import torch
+
+    from sampan.amp import AmpConfig
+    from sampan.path.exercise import Exercises
+
+    monkeypatch.setenv("SAMPAN_DATA", str(tmp_path))
+    nb = nbformat.read(LESSONS / "mixed_precision.ipynb", as_version=4)
+    planted = next(c.source for c in nb.cells if c.source.startswith("class Planted"))
+    namespace = {"torch": torch, "AmpConfig": AmpConfig}
+    exec(planted.split("\ntry:")[0], namespace)  # the lesson's own Planted network
+    ex = Exercises("mixed_precision")
+    every_linear = lambda diagnosis: AmpConfig(dtype="float16", custom_black_list=["Linear"])  # noqa: E731
+    hard_coded = lambda diagnosis: AmpConfig(dtype="float16", custom_black_list=["amplify"])  # noqa: E731
+    assert not ex.fix_overflow.check(every_linear, Planted=namespace["Planted"])
+    assert not ex.fix_overflow.check(hard_coded, Planted=namespace["Planted"])
+    ex.fix_overflow.solve(namespace)
+    assert ex.fix_overflow.check(namespace["fixed_config"], Planted=namespace["Planted"])
+    assert ex.outcomes["fix_overflow"] == "correct"
 
 
 def test_distributed_lesson_records(distributed):
@@ -54,5 +79,61 @@ def test_distributed_lesson_records(distributed):
 def test_lessons_follow_the_course_conventions(name):
     assert_follows_conventions(LESSONS / f"{name}.ipynb")
     nb = nbformat.read(LESSONS / f"{name}.ipynb", as_version=4)
-    tail = "".join(c.source for c in nb.cells[-4:])
-    assert "ex.check(\"" in tail and "ex.done()" in tail
+    tail = "".join(c.source for c in nb.cells[-6:] if c.cell_type == "code")
+    assert re.search(r"ex\.(\w+\.)?check\(", tail) and "ex.done()" in tail
+
+
+def _exercises(lesson, tmp_path, monkeypatch):
+    from sampan.path.exercise import Exercises
+
+    monkeypatch.setenv("SAMPAN_DATA", str(tmp_path))
+    return Exercises(lesson)
+
+
+def _starter(*args):
+    raise NotImplementedError
+
+
+def test_distributed_training_steps_check_runs_uneven_hidden_cases(tmp_path, monkeypatch):
+    """Floor division is right on the lesson's 1024 / 2 / 32 / 2 but wrong on the hidden, uneven cases (padding,
+    a short last batch and a last, incomplete accumulation group all count); the starter is not attempted."""
+    ex = _exercises("distributed_training", tmp_path, monkeypatch)
+    floor_division = lambda n, world, batch, accumulate: (n // world // batch // accumulate,  # noqa: E731
+                                                          world * batch * accumulate)
+    assert not ex.steps.check(floor_division, measured_steps=8) and ex.outcomes["steps"] == "incorrect"
+    assert not ex.steps.check(_starter, measured_steps=8) and ex.outcomes["steps"] == "not_attempted"
+    namespace = {}
+    ex.steps.solve(namespace)
+    assert ex.steps.check(namespace["optimizer_steps"], measured_steps=8)
+
+
+def test_large_models_checks_refuse_the_usual_mistakes(tmp_path, monkeypatch):
+    """Each check of the large_models lesson: the reference solution is right, the untouched starter is not
+    attempted, and the mistake a learner is likely to make is incorrect."""
+    import torch
+
+    ex = _exercises("large_models", tmp_path, monkeypatch)
+    namespace = {}
+    for name in ("merge_gradients", "bubble_fraction", "bytes_per_rank"):
+        getattr(ex, name).solve(namespace)
+
+    def not_divided(net, loss_fn, x, y, k):
+        for xb, yb in zip(x.chunk(k), y.chunk(k)):
+            loss_fn(net(xb), yb).backward()
+
+    def whole_batch(net, loss_fn, x, y, k):
+        loss_fn(net(x), y).backward()
+
+    for wrong in (not_divided, whole_batch):
+        assert not ex.merge_gradients.check(wrong) and ex.outcomes["merge_gradients"] == "incorrect"
+    assert not ex.bubble_fraction.check(lambda stages, micro: 0.2)  # right for 2 stages and 4 micro-batches only
+    shapes = [(512, 64), (512,), (512, 512), (512,), (10, 512), (10,)]
+    even_split = lambda shapes, world, strategy: 16 * sum(  # noqa: E731 - ignores the uneven rows on rank 0
+        torch.Size(s).numel() for s in shapes) // (1 if strategy == "ddp" else world)
+    assert not ex.bytes_per_rank.check(even_split, shapes=shapes)
+    assert not ex.merge_gradients.check(_starter) and not ex.bubble_fraction.check(_starter)
+    assert not ex.bytes_per_rank.check(_starter, shapes=shapes)
+    assert set(ex.outcomes.values()) == {"not_attempted"}
+    assert ex.merge_gradients.check(namespace["merge_gradients"])
+    assert ex.bubble_fraction.check(namespace["bubble_fraction"])
+    assert ex.bytes_per_rank.check(namespace["bytes_per_rank"], shapes=shapes)

@@ -34,5 +34,43 @@ def test_lesson_shows_the_fallback_warning_and_the_input_check(executed):
     assert "bad input -> input 'image' has dtype float64" in text
 
 
+def test_exports_go_to_the_lesson_work_folder_not_the_course(executed):
+    work = executed[1].parent / "data" / "lessons" / "develop_dynamic_deploy_static"
+    assert (work / "lenet.pt2").is_file() and (work / "lenet.onnx").is_file() and (work / "lenet.meta.json").is_file()
+    assert not list(LESSON.parent.glob("lenet.*"))
+    assert f"exporting into {work}" in outputs_text(executed[1])
+
+
+def test_the_check_fails_an_unclipped_net_and_a_graph_break(tmp_path, monkeypatch):
+    """The check compares with the clip on batches where it cuts (an unclipped net used to pass about half the
+    time) and asks explain for one graph (.item() is right in value but breaks it)."""
+    import torch
+
+    from sampan.path.exercise import Exercises
+    from sampan.vision.models import LeNet
+
+    monkeypatch.setenv("SAMPAN_DATA", str(tmp_path))
+
+    class Unclipped(LeNet):
+        def forward(self, x):
+            return super().forward(x)
+
+    class ItemClip(LeNet):
+        def forward(self, x):
+            logits = super().forward(x)
+            bound = logits.abs().mean().item() * 3
+            return logits.clamp(-bound, bound)
+
+    ex = Exercises("develop_dynamic_deploy_static")
+    images = torch.rand(32, 1, 28, 28)
+    for _ in range(3):
+        assert not ex.fix_graph_break.check(Unclipped, images=images)
+    assert not ex.fix_graph_break.check(ItemClip, images=images)
+    assert ex.outcomes["fix_graph_break"] == "incorrect"
+    namespace = {"LeNet": LeNet, "torch": torch}
+    ex.fix_graph_break.solve(namespace)
+    assert ex.fix_graph_break.check(namespace["FixedClipLeNet"], images=images)
+
+
 def test_lesson_follows_the_course_conventions():
     assert_follows_conventions(LESSON)

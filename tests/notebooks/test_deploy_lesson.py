@@ -3,16 +3,17 @@ from __future__ import annotations
 
 import pytest
 
-from lesson_helpers import NOTEBOOKS, assert_follows_conventions, outputs_text, run_lesson
+from lesson_helpers import NOTEBOOKS, _session_dir, assert_follows_conventions, lesson_run, outputs_text
 
 LESSON = NOTEBOOKS / "03-advanced/develop_dynamic_deploy_static.ipynb"
 
-pytestmark = [pytest.mark.notebook, pytest.mark.slow]
+pytestmark = [pytest.mark.notebook, pytest.mark.slow,
+              pytest.mark.xdist_group("03-advanced/develop_dynamic_deploy_static")]  # test_courses.py's run of it
 
 
 @pytest.fixture(scope="module")
-def executed(tmp_path_factory):
-    return run_lesson(LESSON, tmp_path_factory.mktemp("deploy_lesson"))
+def executed():
+    return lesson_run(LESSON)  # the same run as test_courses.py's (in Chinese: the code is the English one)
 
 
 def test_lesson_converts_explains_exports_and_serves(executed):
@@ -35,7 +36,7 @@ def test_lesson_shows_the_fallback_warning_and_the_input_check(executed):
 
 
 def test_exports_go_to_the_lesson_work_folder_not_the_course(executed):
-    work = executed[1].parent / "data" / "lessons" / "develop_dynamic_deploy_static"
+    work = _session_dir("data") / "lessons" / "develop_dynamic_deploy_static"
     assert (work / "lenet.pt2").is_file() and (work / "lenet.onnx").is_file() and (work / "lenet.meta.json").is_file()
     assert not list(LESSON.parent.glob("lenet.*"))
     assert f"exporting into {work}" in outputs_text(executed[1])

@@ -1,4 +1,5 @@
-"""Text: tokenizers with vocabularies, text classifiers, a token-id dataset, pretrained embeddings.
+"""Text: tokenizers with vocabularies, text classifiers, a token-id dataset, pretrained embeddings, a small
+Transformer pretrained by masked-character prediction.
 
 Example:
     >>> import sampan.text as text
@@ -14,15 +15,25 @@ from sampan.text.dataset import TextClassificationDataset
 from sampan.text.embeddings import ppmi_embeddings
 from sampan.text.models import BiGRU, TextCNN
 from sampan.text.tokenizer import CharTokenizer, Tokenizer, Vocab, WordTokenizer
+from sampan.text.transformer import (MASK_TOKEN, CharTransformer, MaskedLMHead, TransformerClassifier,
+                                     TransformerConfig, load_pretrained, mask_tokens, save_pretrained)
 
 __all__ = [
     "BiGRU",
     "CharTokenizer",
+    "CharTransformer",
+    "MASK_TOKEN",
+    "MaskedLMHead",
     "TextCNN",
     "TextClassificationDataset",
     "Tokenizer",
+    "TransformerClassifier",
+    "TransformerConfig",
     "Vocab",
     "WordTokenizer",
+    "load_pretrained",
+    "mask_tokens",
     "peoples_daily",
     "ppmi_embeddings",
+    "save_pretrained",
 ]

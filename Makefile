@@ -31,7 +31,7 @@ lab: setup
 	$(VENV)/bin/sampan lab
 
 test: setup
-	OMP_NUM_THREADS=$(THREADS) $(PY) -m pytest -n $(WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	OMP_NUM_THREADS=$(THREADS) $(PY) -m pytest -n $(WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,bench]"

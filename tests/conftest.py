@@ -1,6 +1,8 @@
 """Shared fixtures: an isolated data directory and small deterministic datasets."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -32,6 +34,19 @@ def state_home(tmp_path_factory):
         path = tmp_path_factory.mktemp("xdg-state")
         mp.setenv("XDG_STATE_HOME", str(path))
         yield path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def lesson_runs(tmp_path_factory):
+    """One folder for the course lessons' runs of this test run, shared by the pytest-xdist workers (under
+    pytest's rotating temporary folder), so each lesson runs once per mode whichever worker asks first
+    (tests/notebooks/lesson_helpers.py)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "lessons"
+    shared.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SAMPAN_TEST_LESSONS_DIR", str(shared))
+        yield shared
 
 
 @pytest.fixture
@@ -85,12 +100,3 @@ def leaky_callback():
             self.kept.append(block)
 
     return Leaky
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under ``pytest -n N --dist loadgroup`` (``make test``) a test file stays on one worker, so its module
-    fixtures (a JupyterLab, a hub) start once; the lessons' tests carry a group per lesson instead, so the
-    lessons spread over the workers and each lesson still runs once per worker (``lesson_helpers.lesson_run``)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -21,48 +21,81 @@ _MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root|home|tmp)/")
 
 
 _RUNS: dict[tuple, tuple[dict, Path]] = {}
-_SESSION: dict[str, Path] = {}
+SHARED_ENV = "SAMPAN_TEST_LESSONS_DIR"  # set by tests/conftest.py: one folder for every pytest-xdist worker
 
 
-def _session_dir(name: str) -> Path:
-    """A folder for this test process's lesson runs, removed when it exits."""
-    if name not in _SESSION:
+def _shared_root() -> Path:
+    """Where lesson runs are kept: ``$SAMPAN_TEST_LESSONS_DIR`` (shared by the workers of one test run, under
+    pytest's own rotating temporary folder), else a folder of this process removed when it exits."""
+    if os.environ.get(SHARED_ENV):
+        return Path(os.environ[SHARED_ENV])
+    if "root" not in _RUNS_ROOT:
         import atexit
         import shutil
         import tempfile
 
-        _SESSION[name] = Path(tempfile.mkdtemp(prefix=f"sampan-{name}-"))
-        atexit.register(shutil.rmtree, _SESSION[name], ignore_errors=True)
-    return _SESSION[name]
+        _RUNS_ROOT["root"] = Path(tempfile.mkdtemp(prefix="sampan-lessons-"))
+        atexit.register(shutil.rmtree, _RUNS_ROOT["root"], ignore_errors=True)
+    return _RUNS_ROOT["root"]
+
+
+_RUNS_ROOT: dict[str, Path] = {}
+
+
+def lesson_data_dir(lesson: str | Path) -> Path:
+    """The ``SAMPAN_DATA`` a lesson's test runs use (its work_dir is ``<this>/lessons/<id>``)."""
+    return _shared_root() / _source(lesson).stem / "data"
+
+
+def _source(lesson: str | Path) -> Path:
+    return Path(lesson) if Path(lesson).suffix == ".ipynb" else NOTEBOOKS / f"{lesson}.ipynb"
 
 
 def lesson_run(lesson: str | Path, *, solution: bool = True, lang: str | None = None,
                **parameters) -> tuple[dict, Path]:
-    """Runs a lesson once per test process for each (lesson, solution, language, parameters) and returns
-    what it recorded and the executed notebook; every test of that lesson reads the same run.
+    """Runs a lesson once per test run for each (solution, language, parameters) and returns what it recorded
+    and the executed notebook; every test of that lesson, in any pytest-xdist worker, reads the same run.
 
     ``lesson``: a path, or ``"<stage>/<name>"`` relative to notebooks/. The reference-solution run of a
     bilingual lesson runs its Chinese build (its code is the English one, cell for cell: the bilingual tests
     check that), so the suite runs each lesson twice in all: the solutions in Chinese and the untouched
-    starter code in English. The runs share one data directory (``shapes`` is generated once).
+    starter code in English. A lesson's runs share one data directory and run one at a time (a file lock), so
+    a second worker waits for the first one's run instead of repeating it.
     """
+    import fcntl
     import json
 
     from sampan.path.lang import build_notebook, is_bilingual
 
-    source = Path(lesson) if Path(lesson).suffix == ".ipynb" else NOTEBOOKS / f"{lesson}.ipynb"
+    source = _source(lesson)
     nb = json.loads(source.read_text(encoding="utf-8"))
     if lang is None:
         lang = "zh" if solution and is_bilingual(nb) else "en"
     key = (source.resolve(), solution, lang, tuple(sorted(parameters.items())))
-    if key not in _RUNS:
-        workdir = _session_dir("lessons") / f"{source.stem}-{'solution' if solution else 'starter'}-{lang}"
-        workdir.mkdir(parents=True, exist_ok=True)
-        built = workdir / source.name
-        built.write_text(json.dumps(build_notebook(nb, lang) if is_bilingual(nb) else nb, ensure_ascii=False),
-                         encoding="utf-8")
-        _RUNS[key] = _execute(built, workdir, data=_session_dir("data"), lang=lang,
-                              parameters={"SOLUTION": solution, **parameters})
+    if key in _RUNS:
+        return _RUNS[key]
+    home = _shared_root() / source.stem
+    workdir = home / "-".join(["solution" if solution else "starter", lang,
+                               *(f"{k}={v}" for k, v in sorted(parameters.items()))])
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one run of this lesson at a time, across workers
+        try:
+            done = workdir / "records.json"
+            output = workdir / f"{source.stem}.out.ipynb"
+            if done.is_file():
+                _RUNS[key] = json.loads(done.read_text(encoding="utf-8")), output
+            else:
+                workdir.mkdir(parents=True, exist_ok=True)
+                built = workdir / source.name
+                built.write_text(json.dumps(build_notebook(nb, lang) if is_bilingual(nb) else nb,
+                                            ensure_ascii=False), encoding="utf-8")
+                records, output = _execute(built, workdir, data=home / "data", lang=lang,
+                                           parameters={"SOLUTION": solution, **parameters})
+                done.write_text(json.dumps(records), encoding="utf-8")  # written last: the run is complete
+                _RUNS[key] = records, output
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
     return _RUNS[key]
 
 
@@ -74,27 +107,6 @@ def _execute(notebook: Path, workdir: Path, *, data: Path, lang: str, parameters
     try:
         output = workdir / f"{notebook.stem}.out.ipynb"
         papermill.execute_notebook(str(notebook), str(output), parameters={"QUICK": True, **parameters},
-                                   kernel_name=KERNEL, cwd=str(workdir), progress_bar=False, log_output=False,
-                                   execution_timeout=600)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return collect_records(output), output
-
-
-def run_lesson(lesson: Path, workdir: Path, **parameters) -> tuple[dict, Path]:
-    """Executes ``lesson`` with papermill in ``workdir`` (``QUICK=True, SOLUTION=True`` unless overridden),
-    with ``SAMPAN_DATA`` in ``workdir/data``; returns what it recorded and the executed notebook."""
-    env = {"SAMPAN_DATA": str(workdir / "data"), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
-           "MPLBACKEND": "Agg"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        output = workdir / f"{lesson.stem}.out.ipynb"
-        papermill.execute_notebook(str(lesson), str(output), parameters={"QUICK": True, "SOLUTION": True, **parameters},
                                    kernel_name=KERNEL, cwd=str(workdir), progress_bar=False, log_output=False,
                                    execution_timeout=600)
     finally:

@@ -17,10 +17,6 @@ LESSONS = NOTEBOOKS / "03-advanced"
 pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 
 
-ON_MIXED = pytest.mark.xdist_group("03-advanced/mixed_precision")  # the worker that has test_courses.py's run
-ON_DISTRIBUTED = pytest.mark.xdist_group("03-advanced/distributed_training")
-
-
 @pytest.fixture(scope="module")
 def mixed_precision():
     return lesson_run("03-advanced/mixed_precision")  # the same run as test_courses.py's
@@ -31,7 +27,6 @@ def distributed():
     return lesson_run("03-advanced/distributed_training")  # the same run as test_courses.py's
 
 
-@ON_MIXED
 def test_mixed_precision_lesson_records(mixed_precision):
     records, output = mixed_precision
     assert records["acc_fp32"] > 0.85 and records["acc_bf16"] > 0.85
@@ -67,7 +62,6 @@ def test_mixed_precision_check_fails_every_linear_and_the_hard_coded_name(tmp_pa
     assert ex.outcomes["fix_overflow"] == "correct"
 
 
-@ON_DISTRIBUTED
 def test_distributed_lesson_records(distributed):
     records, output = distributed
     assert records["world_size"] == 2

@@ -51,8 +51,7 @@ def test_every_bilingual_lesson_is_complete_with_identical_code(notebook):
 def _bilingual_lessons():
     from sampan.path import load_path
 
-    return [pytest.param(x.id, marks=pytest.mark.xdist_group(x.notebook.relative_to(NOTEBOOKS).with_suffix("").as_posix()),
-                         id=x.id) for x in load_path().lessons if x.notebook in BILINGUAL]
+    return [x.id for x in load_path().lessons if x.notebook in BILINGUAL]
 
 
 @pytest.mark.notebook

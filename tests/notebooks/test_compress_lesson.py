@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from lesson_helpers import NOTEBOOKS, _session_dir, lesson_run, outputs_text
+from lesson_helpers import NOTEBOOKS, lesson_data_dir, lesson_run, outputs_text
 from sampan.path.exercise import Exercises
 
 LESSON = "03-advanced/compress_a_model"
-on_the_lesson = [pytest.mark.notebook, pytest.mark.xdist_group(LESSON)]  # one worker, one run of the lesson
+on_the_lesson = [pytest.mark.notebook]  # the lesson's runs are shared with test_courses.py (lesson_run)
 
 
 @pytest.mark.parametrize("_", [pytest.param(None, marks=on_the_lesson)])
@@ -30,7 +30,7 @@ def test_served_models_answer_as_their_sources_and_live_in_the_lesson_work_folde
     records, _ = lesson_run(LESSON, solution=False)
     assert records["served_pruned_acc"] == pytest.approx(records["pruned_finetuned_acc"], abs=0.5)
     assert records["served_int8_acc"] >= records["baseline_acc"] - 2.0
-    work = _session_dir("data") / "lessons" / "compress_a_model"
+    work = lesson_data_dir(LESSON) / "lessons" / "compress_a_model"
     assert (work / "lenet_pruned.pt2").is_file() and (work / "lenet_int8.onnx").is_file()
     assert not list((NOTEBOOKS / "03-advanced").glob("lenet_*"))
 

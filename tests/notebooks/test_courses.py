@@ -5,7 +5,8 @@ is installed, else "python3") through ``lesson_helpers.lesson_run``: once with i
 (``SOLUTION=True``; a bilingual lesson runs in Chinese) — its records must meet ``path.yaml``'s quick ranges and
 the ranges below, and every exercise must be right — and once with the learner's untouched starter code
 (``SOLUTION=False``, in English) — it must still run to its end with no exercise passing. Other test files
-read the same cached runs; ``pytest -n`` keeps a lesson's tests on one worker (``xdist_group``).
+read the same runs, whichever pytest-xdist worker made them (``lesson_helpers.lesson_run``); the lessons are dealt
+to four test files (this one and ``test_courses_part1..3.py``) so that ``--dist loadfile`` spreads them.
 """
 from __future__ import annotations
 
@@ -251,15 +252,26 @@ def _path_lessons() -> dict[str, str]:
             for lesson in load_path(NOTEBOOKS / "path.yaml").lessons}
 
 
-def _per_lesson(ids):
-    """One pytest param per lesson, grouped by lesson for ``pytest -n --dist loadgroup`` (one run per lesson)."""
-    lessons = _path_lessons()
-    return [pytest.param(i, marks=pytest.mark.xdist_group(lessons[i]), id=i) for i in sorted(ids)]
+# Quick-mode seconds per lesson run on one thread (rough, measured 2026-12-03; others ~30 s): the lessons are
+# dealt to PARTS test files so that `pytest -n N --dist loadfile` (make test) spreads them over the workers.
+_COST = {"distributed_training": 150, "serving": 100, "develop_dynamic_deploy_static": 90, "compress_a_model": 90,
+         "large_models": 90, "transformer_zh": 80, "sentiment_reviews_zh": 72, "profiling_and_memory": 66,
+         "gan_digits": 62, "experiments": 56, "custom_cpp_operator": 50, "transfer_learning_defects": 50}
+PARTS = 4  # test_courses.py and test_courses_part1..3.py
 
 
-@pytest.mark.notebook
-@pytest.mark.parametrize("lesson_id", _per_lesson(_path_lessons()))
-def test_lesson_runs_and_meets_its_ranges(lesson_id):
+def lesson_part(part: int) -> list[str]:
+    """The lesson ids of one part: the costliest first, each to the part with the least work so far."""
+    loads, owner = [0.0] * PARTS, {}
+    for lesson_id in sorted(_path_lessons(), key=lambda i: (-_COST.get(i, 30), i)):
+        k = loads.index(min(loads))
+        owner[lesson_id], loads[k] = k, loads[k] + _COST.get(lesson_id, 30)
+    return sorted(i for i, k in owner.items() if k == part)
+
+
+def check_lesson_ranges(lesson_id: str) -> None:
+    """The reference-solution run (in Chinese when bilingual) meets path.yaml's quick ranges and the ranges
+    above, and every exercise is right."""
     from sampan.path.manifest import load_path
 
     lesson = load_path(NOTEBOOKS / "path.yaml").lesson(lesson_id)
@@ -273,9 +285,7 @@ def test_lesson_runs_and_meets_its_ranges(lesson_id):
     assert exercises and all(v is True for v in exercises.values()), exercises
 
 
-@pytest.mark.notebook
-@pytest.mark.parametrize("lesson_id", _per_lesson(_path_lessons()))
-def test_the_untouched_starter_code_passes_no_exercise(lesson_id):
+def check_starter_code(lesson_id: str) -> None:
     """Run as a learner who answers nothing (``SOLUTION=False``): the lesson still runs to its end, every
     exercise is checked, and each one says not attempted or incorrect; none passes."""
     from sampan.path.manifest import load_path
@@ -288,6 +298,23 @@ def test_the_untouched_starter_code_passes_no_exercise(lesson_id):
     assert not any(exercises.values()), f"passed with the starter code: {[k for k, v in exercises.items() if v]}"
     lines = [line for line in outputs_text(output).splitlines() if line[:1] in "○✘✔"]
     assert lines and not any(line.startswith("✔") for line in lines), lines
+
+
+def test_the_parts_deal_out_every_lesson_once():
+    dealt = [i for part in range(PARTS) for i in lesson_part(part)]
+    assert sorted(dealt) == sorted(_path_lessons()) and len(set(dealt)) == len(dealt)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("lesson_id", lesson_part(0))
+def test_lesson_runs_and_meets_its_ranges(lesson_id):
+    check_lesson_ranges(lesson_id)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("lesson_id", lesson_part(0))
+def test_the_untouched_starter_code_passes_no_exercise(lesson_id):
+    check_starter_code(lesson_id)
 
 
 @pytest.mark.notebook

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from lesson_helpers import NOTEBOOKS, _session_dir, assert_follows_conventions, lesson_run, outputs_text
+from lesson_helpers import NOTEBOOKS, assert_follows_conventions, lesson_data_dir, lesson_run, outputs_text
 
 LESSON = NOTEBOOKS / "03-advanced/develop_dynamic_deploy_static.ipynb"
 
-pytestmark = [pytest.mark.notebook, pytest.mark.slow,
-              pytest.mark.xdist_group("03-advanced/develop_dynamic_deploy_static")]  # test_courses.py's run of it
+pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +35,7 @@ def test_lesson_shows_the_fallback_warning_and_the_input_check(executed):
 
 
 def test_exports_go_to_the_lesson_work_folder_not_the_course(executed):
-    work = _session_dir("data") / "lessons" / "develop_dynamic_deploy_static"
+    work = lesson_data_dir(LESSON) / "lessons" / "develop_dynamic_deploy_static"
     assert (work / "lenet.pt2").is_file() and (work / "lenet.onnx").is_file() and (work / "lenet.meta.json").is_file()
     assert not list(LESSON.parent.glob("lenet.*"))
     assert f"exporting into {work}" in outputs_text(executed[1])

@@ -4,6 +4,7 @@ A module of its own, not ``conftest``: conftest module names collide across test
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -90,13 +91,31 @@ def lesson_run(lesson: str | Path, *, solution: bool = True, lang: str | None = 
                 built = workdir / source.name
                 built.write_text(json.dumps(build_notebook(nb, lang) if is_bilingual(nb) else nb,
                                             ensure_ascii=False), encoding="utf-8")
-                records, output = _execute(built, workdir, data=home / "data", lang=lang,
-                                           parameters={"SOLUTION": solution, **parameters})
+                with _one_process_group_at_a_time(nb):
+                    records, output = _execute(built, workdir, data=home / "data", lang=lang,
+                                               parameters={"SOLUTION": solution, **parameters})
                 done.write_text(json.dumps(records), encoding="utf-8")  # written last: the run is complete
                 _RUNS[key] = records, output
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return _RUNS[key]
+
+
+@contextlib.contextmanager
+def _one_process_group_at_a_time(nb: dict):
+    """Lessons that launch process groups (gloo, several ranks) run one at a time across the workers: two at once
+    on 2 cores starve each other's collectives into timeouts and aborts."""
+    import fcntl
+
+    if not any("notebook_launcher" in "".join(c.get("source", "")) for c in nb.get("cells", [])):
+        yield
+        return
+    with open(_shared_root() / ".process-groups.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _execute(notebook: Path, workdir: Path, *, data: Path, lang: str, parameters: dict) -> tuple[dict, Path]:

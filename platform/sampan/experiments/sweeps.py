@@ -306,7 +306,7 @@ class Sweep:
 def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials: int = 20, jobs: int = 1,
           metric: str = "eval_acc", direction: Literal["maximize", "minimize", "auto"] = "auto",
           pruner: Literal["median", "none"] = "median", name: str | None = None, wait: bool = False,
-          kernel: str | None = None) -> Sweep:
+          kernel: str | None = None, seed: int | None = None) -> Sweep:
     """Runs an Optuna sweep in the background and returns at once.
 
     Args:
@@ -322,6 +322,8 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
         name: the study name (default ``sweep-<time>``); an existing study with that name is continued.
         wait: block until the sweep ends.
         kernel: the Jupyter kernel for notebooks (default: the notebook's own).
+        seed: seeds Optuna's sampler (TPE), so the same sweep proposes the same parameters again (worker
+            ``i`` of a notebook sweep uses ``seed + i``); default: a different draw every time.
 
     Returns:
         A :class:`Sweep` handle.
@@ -338,6 +340,8 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
         raise ValueError(bad_argument("direction", direction, "'maximize', 'minimize' or 'auto'"))
     if pruner not in ("median", "none"):
         raise ValueError(bad_argument("pruner", pruner, "'median' or 'none'"))
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ValueError(bad_argument("seed", seed, "an int, or None for a fresh draw", "seed=0"))
     parse_space(space)
     is_fn = callable(target)
     if not is_fn:
@@ -353,7 +357,7 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     optuna.create_study(study_name=name, storage=_storage(storage), direction=direction, load_if_exists=True,
                         pruner=_pruner(pruner))
-    cfg = {"study": name, "storage": storage, "space": space, "metric": metric, "pruner": pruner,
+    cfg = {"study": name, "storage": storage, "space": space, "metric": metric, "pruner": pruner, "seed": seed,
            "experiment": os.environ.get(store.EXPERIMENT_ENV) or store.DEFAULT_EXPERIMENT,
            "target": getattr(target, "__qualname__", str(target)), "kernel": kernel,
            "out_dir": str(sweeps_dir() / name), "cwd": str(Path(target).parent) if not is_fn else None}
@@ -363,7 +367,8 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
                                     name=f"sampan-sweep-{name}")]
         workers[0].start()
     else:
-        workers = [_spawn_worker(cfg, share, i) for i, share in enumerate(_shares(trials, jobs))]
+        workers = [_spawn_worker({**cfg, "seed": None if seed is None else seed + i}, share, i)
+                   for i, share in enumerate(_shares(trials, jobs))]
     handle = Sweep(name, storage, metric, direction, workers, cfg["experiment"])
     return handle.wait() if wait else handle
 
@@ -385,7 +390,9 @@ def _work(cfg: dict, trials: int) -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.load_study(study_name=cfg["study"], storage=_storage(cfg["storage"]), pruner=_pruner(cfg["pruner"]))
+    sampler = optuna.samplers.TPESampler(seed=cfg.get("seed"))
+    study = optuna.load_study(study_name=cfg["study"], storage=_storage(cfg["storage"]), pruner=_pruner(cfg["pruner"]),
+                              sampler=sampler)
     study.optimize(_objective(cfg), n_trials=trials, catch=(TrialFailed,))
 
 

@@ -102,3 +102,16 @@ def test_sweep_command_refuses_bad_parameters_before_anything_runs(fit_notebook,
     assert main(["sweep", str(fit_notebook), "-p", "lr"]) == 2
     assert "Expected `-p` to be KEY=VALUE" in capsys.readouterr().err
     assert not (data_home / "sweeps").exists()
+
+
+def test_a_seeded_sweep_proposes_the_same_parameters_again(fresh_store):
+    """A lesson ranges its sweep's best result: with ``seed`` the sampler draws the same parameters every run."""
+    def objective(lr, width):
+        return lr * width
+
+    space = {"lr": "1e-3:1:log", "width": "4,8,16"}
+    drawn = [[t.params for t in ex.sweep(objective, space, trials=4, metric="score", seed=7, wait=True,
+                                          pruner="none").trials()] for _ in range(2)]
+    assert drawn[0] == drawn[1] and len({t["lr"] for t in drawn[0]}) == 4
+    with pytest.raises(ValueError, match="Expected `seed`"):
+        ex.sweep(objective, space, trials=1, metric="score", seed="7")

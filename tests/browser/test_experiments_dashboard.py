@@ -73,11 +73,11 @@ def test_experiments_dashboard_compares_recorded_runs(server_env, page, tmp_path
         runs = page.locator(".sampan-run-list select")
         labels = runs.locator("option").all_inner_texts()
         runs.select_option(label=[labels[0], labels[1]])
-        page.wait_for_function("document.querySelectorAll('tr.sampan-run-row').length === 2", timeout=60_000)
+        page.wait_for_function("document.querySelectorAll('tr.sampan-run-row').length === 2", timeout=WAIT)
         highlighted = table.locator('th[style*="#fff3c4"]').all_inner_texts()
         assert set(highlighted) == {"optimizer.lr", "params_total"}  # the newest two differ in lr and width
         runs.select_option(label=labels[:3])
-        page.wait_for_function("document.querySelectorAll('tr.sampan-run-row').length === 3", timeout=60_000)
+        page.wait_for_function("document.querySelectorAll('tr.sampan-run-row').length === 3", timeout=WAIT)
         IMAGES.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(IMAGES / "experiments.png"), full_page=True)
         assert not errors, errors

@@ -74,7 +74,7 @@ def test_sampan_lab_opens_the_course_index(env, page, tmp_path):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents", timeout=10)
         errors = _errors(page)
         page.goto(f"http://127.0.0.1:{port}/?token={token}", timeout=WAIT)  # default_url: the course index
-        page.wait_for_url("**/lab/tree/index.ipynb**", timeout=60_000)
+        page.wait_for_url("**/lab/tree/index.ipynb**", timeout=WAIT)
         listing = page.locator(".jp-RenderedMarkdown", has_text="The learning path")
         listing.wait_for(timeout=WAIT)
         assert listing.locator(f"a:has-text('{first.title}')").count() == 1
@@ -117,7 +117,7 @@ def test_digit_playground_classifies_a_drawn_zero(env, page, tmp_path):
         assert "def classify" not in page.content()  # sources are stripped
         for r, c in zip(*zero.nonzero()):
             page.locator(f".pixel-{r}-{c}").click()
-        page.locator(".sampan-prediction .digit", has_text="0").wait_for(timeout=60_000)
+        page.locator(".sampan-prediction .digit", has_text="0").wait_for(timeout=WAIT)  # a ceiling: one kernel call per click
         assert page.locator(".sampan-probabilities").inner_text().count("%") == 10
         page.locator(".pixel-0-0").wait_for()
         assert not errors, errors
@@ -180,12 +180,12 @@ def test_path_report_browser_switches_runs(env, page, tmp_path):
         report.locator("#summary").wait_for(timeout=WAIT)
         assert "1 passed" in report.inner_text() and "0 failed" in report.inner_text()  # newest run first
         page.locator(".sampan-run-picker select").select_option(index=1)
-        report.locator("#failure-broken", has_text="in cell 1").wait_for(timeout=60_000)
+        report.locator("#failure-broken", has_text="in cell 1").wait_for(timeout=WAIT)
         assert "planted" in report.inner_text() and older in page.locator(".sampan-run-picker select").input_value()
         page.locator(".sampan-only-failed input").check()
-        report.locator("tr[data-lesson='warm_up']").wait_for(state="detached", timeout=60_000)
+        report.locator("tr[data-lesson='warm_up']").wait_for(state="detached", timeout=WAIT)
         page.locator(".sampan-only-failed input").uncheck()
-        report.locator("tr[data-lesson='warm_up']").wait_for(timeout=60_000)
+        report.locator("tr[data-lesson='warm_up']").wait_for(timeout=WAIT)
         assert not errors, errors
         # the report page itself, for the README
         page.goto((runs / older / "report.html").as_uri())

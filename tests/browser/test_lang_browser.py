@@ -53,7 +53,7 @@ def test_lab_in_chinese_shows_chinese_menus_and_the_chinese_lesson(zh_lab, page)
     assert "# 环境检查" in markdown and "# Environment check" not in markdown  # the course built in Chinese
 
     page.goto(f"http://127.0.0.1:{port}/?token={token}", timeout=WAIT)  # default_url: the course index
-    page.wait_for_url("**/lab/tree/index.ipynb**", timeout=60_000)
+    page.wait_for_url("**/lab/tree/index.ipynb**", timeout=WAIT)
     menubar = page.locator("#jp-MainMenu")
     menubar.get_by_text("文件", exact=True).wait_for(timeout=WAIT)      # "File"
     assert menubar.get_by_text("File", exact=True).count() == 0

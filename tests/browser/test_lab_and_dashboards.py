@@ -136,8 +136,8 @@ def test_training_monitor_trains_and_draws_curves(env, page, tmp_path):
         page.locator(".sampan-train").click()
         page.locator(".sampan-done").wait_for(timeout=WAIT)
         assert "val accuracy" in page.locator(".sampan-status").inner_text()
-        page.locator(".sampan-live-curves svg").first.wait_for(timeout=30_000)
-        page.locator(".sampan-resource-monitor").first.wait_for(timeout=30_000)
+        page.locator(".sampan-live-curves svg").first.wait_for(timeout=WAIT)
+        page.locator(".sampan-resource-monitor").first.wait_for(timeout=WAIT)
         IMAGES.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(IMAGES / "dashboard.png"), full_page=True)
         assert not errors, errors

@@ -3,7 +3,7 @@
 Run it after changing a picture (it rewrites the PNGs beside it)::
 
     .venv/bin/python notebooks/figures/make_figures.py            # into notebooks/figures/
-    .venv/bin/python notebooks/figures/make_figures.py --out /tmp  # somewhere else
+    .venv/bin/python notebooks/figures/make_figures.py --out figures-preview  # somewhere else
 
 Each picture is labelled in English with the Chinese term in brackets; the Chinese glyphs need a CJK font
 (``sampan.utils.fonts``; Debian/Ubuntu: ``apt-get install fonts-noto-cjk``). The numbers in the pictures come
@@ -14,7 +14,7 @@ is deterministic: no randomness without a seed, no date or software version in t
 
 Example:
     >>> from make_figures import make_figures  # doctest: +SKIP
-    >>> [p.name for p in make_figures("/tmp/figures")]  # doctest: +SKIP
+    >>> [p.name for p in make_figures("figures-preview")]  # doctest: +SKIP
     ['autograd_graph.png', 'convolution.png', ...]
 """
 from __future__ import annotations
@@ -441,8 +441,8 @@ def make_figures(out_dir: str | Path = HERE, names: list[str] | None = None) -> 
     """Draws the pictures (all, or the named ones) into ``out_dir``; returns the files written.
 
     Example:
-        >>> make_figures("/tmp/figures", ["convolution.png"])  # doctest: +SKIP
-        [PosixPath('/tmp/figures/convolution.png')]
+        >>> make_figures("figures-preview", ["convolution.png"])  # doctest: +SKIP
+        [PosixPath('figures-preview/convolution.png')]
     """
     from sampan.utils.fonts import use_cjk_font
 

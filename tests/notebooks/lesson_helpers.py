@@ -22,6 +22,7 @@ _MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root|home|tmp)/")
 
 
 _RUNS: dict[tuple, tuple[dict, Path]] = {}
+_RUNS_ROOT: dict[str, Path] = {}
 SHARED_ENV = "SAMPAN_TEST_LESSONS_DIR"  # set by tests/conftest.py: one folder for every pytest-xdist worker
 
 
@@ -38,9 +39,6 @@ def _shared_root() -> Path:
         _RUNS_ROOT["root"] = Path(tempfile.mkdtemp(prefix="sampan-lessons-"))
         atexit.register(shutil.rmtree, _RUNS_ROOT["root"], ignore_errors=True)
     return _RUNS_ROOT["root"]
-
-
-_RUNS_ROOT: dict[str, Path] = {}
 
 
 def lesson_data_dir(lesson: str | Path) -> Path:
@@ -63,7 +61,6 @@ def lesson_run(lesson: str | Path, *, solution: bool = True, lang: str | None = 
     starter code in English. A lesson's runs share one data directory and run one at a time (a file lock), so
     a second worker waits for the first one's run instead of repeating it.
     """
-    import fcntl
     import json
 
     from sampan.path.lang import build_notebook, is_bilingual
@@ -79,38 +76,35 @@ def lesson_run(lesson: str | Path, *, solution: bool = True, lang: str | None = 
     workdir = home / "-".join(["solution" if solution else "starter", lang,
                                *(f"{k}={v}" for k, v in sorted(parameters.items()))])
     home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one run of this lesson at a time, across workers
-        try:
-            done = workdir / "records.json"
-            output = workdir / f"{source.stem}.out.ipynb"
-            if done.is_file():
-                _RUNS[key] = json.loads(done.read_text(encoding="utf-8")), output
-            else:
-                workdir.mkdir(parents=True, exist_ok=True)
-                built = workdir / source.name
-                built.write_text(json.dumps(build_notebook(nb, lang) if is_bilingual(nb) else nb,
-                                            ensure_ascii=False), encoding="utf-8")
-                with _one_process_group_at_a_time(nb):
-                    records, output = _execute(built, workdir, data=home / "data", lang=lang,
-                                               parameters={"SOLUTION": solution, **parameters})
-                done.write_text(json.dumps(records), encoding="utf-8")  # written last: the run is complete
-                _RUNS[key] = records, output
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    # one run of a lesson at a time across workers; lessons that launch process groups (gloo, several ranks) also
+    # one at a time among themselves: two at once on 2 cores starve each other's collectives into aborts
+    launches = any("notebook_launcher" in "".join(c.get("source", "")) for c in nb.get("cells", []))
+    with _file_lock(home / ".lock"), _file_lock(_shared_root() / ".process-groups.lock" if launches else None):
+        done = workdir / "records.json"
+        output = workdir / f"{source.stem}.out.ipynb"
+        if done.is_file():
+            _RUNS[key] = json.loads(done.read_text(encoding="utf-8")), output
+        else:
+            workdir.mkdir(parents=True, exist_ok=True)
+            built = workdir / source.name
+            built.write_text(json.dumps(build_notebook(nb, lang) if is_bilingual(nb) else nb,
+                                        ensure_ascii=False), encoding="utf-8")
+            records, output = _execute(built, workdir, data=home / "data", lang=lang,
+                                       parameters={"SOLUTION": solution, **parameters})
+            done.write_text(json.dumps(records), encoding="utf-8")  # written last: the run is complete
+            _RUNS[key] = records, output
     return _RUNS[key]
 
 
 @contextlib.contextmanager
-def _one_process_group_at_a_time(nb: dict):
-    """Lessons that launch process groups (gloo, several ranks) run one at a time across the workers: two at once
-    on 2 cores starve each other's collectives into timeouts and aborts."""
+def _file_lock(path: Path | None):
+    """An exclusive ``fcntl`` lock on ``path`` for the block, shared by every process; nothing when None."""
     import fcntl
 
-    if not any("notebook_launcher" in "".join(c.get("source", "")) for c in nb.get("cells", [])):
+    if path is None:
         yield
         return
-    with open(_shared_root() / ".process-groups.lock", "a+") as lock:
+    with open(path, "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield

@@ -10,6 +10,7 @@ to four test files (this one and ``test_courses_part1..3.py``) so that ``--dist 
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -244,6 +245,7 @@ def outputs_text(notebook: Path) -> str:
     return "\n".join(parts)
 
 
+@functools.cache  # path.yaml is read once per test process, not once per test
 def _path_lessons() -> dict[str, str]:
     """Every lesson of ``path.yaml``: id -> notebook path relative to notebooks/, without ``.ipynb``."""
     from sampan.path.manifest import load_path

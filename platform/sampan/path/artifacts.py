@@ -33,10 +33,7 @@ def artifact_path(name: str) -> Path:
     saved by a lesson are found under their zoo name; a folder or any other file can be stored
     under ``zoo/<name>`` itself.
     """
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
-        from sampan.errors import bad_argument
-
-        raise ValueError(bad_argument("name", name, "a plain artifact name such as 'lenet-digits'"))
+    _check_plain("name", name, "a plain artifact name such as 'lenet-digits'")
     plain = zoo_dir() / name
     return plain if plain.exists() else zoo_dir() / f"{name}.pt"
 
@@ -87,13 +84,18 @@ def work_dir(lesson: str) -> Path:
         >>> work_dir("training_craft")  # doctest: +SKIP
         PosixPath('/home/ada/.cache/sampan/lessons/training_craft')
     """
-    if not isinstance(lesson, str) or not lesson or "/" in lesson or "\\" in lesson or lesson.startswith("."):
-        from sampan.errors import bad_argument
-
-        raise ValueError(bad_argument("lesson", lesson, "a lesson id such as 'training_craft'", 'work_dir("training_craft")'))
+    _check_plain("lesson", lesson, "a lesson id such as 'training_craft'", 'work_dir("training_craft")')
     from sampan.utils.io import writing_data_home
 
     with writing_data_home("keep the lesson's outputs") as home:
         path = home / "lessons" / lesson
         path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _check_plain(argument: str, value: object, expected: str, fix: str | None = None) -> None:
+    """A name that stays one folder entry (no separator, not hidden, not ``..``), else a ValueError naming it."""
+    if not isinstance(value, str) or not value or "/" in value or "\\" in value or value.startswith("."):
+        from sampan.errors import bad_argument
+
+        raise ValueError(bad_argument(argument, value, expected, fix))

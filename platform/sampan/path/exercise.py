@@ -138,24 +138,22 @@ def compare(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-8) 
 # The fixed words of the feedback, in the lesson's language (SAMPAN_LANG, set by `sampan lab|path run --lang`);
 # a hint may be a str or {"en": ..., "zh": ...}. What `compare` finds wrong stays English for now.
 _WORDS = {
-    "en": {"right": "right", "hint": ". HINT: ", "no_answer": "no answer yet",
+    "en": {"right": "right", "hint": ". HINT: ",
            "score": "{passed}/{total} exercises right", "todo": "; still to do: {names}",
            "complete": "all {total} exercises right: lesson {lesson!r} complete",
            "not_attempted": "not attempted yet: replace the placeholder in the # YOUR ANSWER cell",
            "try_hint": " (stuck? ex.{name}.hint())", "hint_title": "HINT {level}/{count} for {name}",
            "no_more_hints": "that was the last hint: ex.{name}.solution() shows the reference answer",
            "solution_title": "Reference solution of {name} (try your own first):",
-           "solved": "(the reference solution of {name} is filled in)", "raised": "your code raised {error}",
-           "unchecked": "not checked yet"},
-    "zh": {"right": "正确", "hint": "。提示：", "no_answer": "还没有作答",
+           "solved": "(the reference solution of {name} is filled in)", "raised": "your code raised {error}"},
+    "zh": {"right": "正确", "hint": "。提示：",
            "score": "答对 {passed}/{total} 道练习", "todo": "；还需完成：{names}",
            "complete": "全部 {total} 道练习都答对了：课程 {lesson!r} 已完成",
            "not_attempted": "还没有作答：请替换 # YOUR ANSWER 单元格里的占位代码",
            "try_hint": "（卡住了？运行 ex.{name}.hint()）", "hint_title": "{name} 的提示 {level}/{count}",
            "no_more_hints": "这是最后一条提示：ex.{name}.solution() 会显示参考答案",
            "solution_title": "{name} 的参考答案（请先自己尝试）：",
-           "solved": "（已填入 {name} 的参考答案）", "raised": "你的代码抛出了 {error}",
-           "unchecked": "还没有检查"},
+           "solved": "（已填入 {name} 的参考答案）", "raised": "你的代码抛出了 {error}"},
 }
 
 
@@ -177,7 +175,8 @@ def _unanswered(value: Any) -> bool:
 
 
 def _say(name: str, problem: str | None, hint: str | dict[str, str] = "", *, outcome: str | None = None) -> str:
-    """Prints the feedback line; returns the outcome (``correct``, ``incorrect`` or ``not_attempted``)."""
+    """Prints the feedback line and records ``exercise_<name>`` (True only when correct); returns the outcome
+    (``correct``, ``incorrect`` or ``not_attempted``)."""
     words = _words()
     outcome = outcome or ("correct" if problem is None else "incorrect")
     if outcome == "correct":
@@ -188,6 +187,7 @@ def _say(name: str, problem: str | None, hint: str | dict[str, str] = "", *, out
         message = f"{WRONG} {name}: {problem}"
         hint = _text(hint)
         print(message + (words["hint"] + hint if hint else ""))
+    record(f"exercise_{name}", outcome == "correct")
     return outcome
 
 
@@ -222,7 +222,6 @@ def _check(name: str, got: Any, expected: Any = _MISSING, *, hint: str | dict[st
         outcome = _say(name, None if got else (problem or f"the condition is {_short(got)}"), hint)
     else:
         outcome = _say(name, compare(got, expected, rtol=rtol, atol=atol), hint)
-    record(f"exercise_{name}", outcome == "correct")
     return outcome
 
 
@@ -294,7 +293,6 @@ class Exercise:
         if problem is not None and self.hints:
             problem += _words()["try_hint"].format(name=self.name)
         _say(self.name, problem, outcome=outcome)
-        record(f"exercise_{self.name}", outcome == "correct")
         if self._owner is not None:
             self._owner._note(self.name, outcome)
         return outcome == "correct"
@@ -420,7 +418,6 @@ class Exercises:
                     found = f"{name}({shown}): {problem}"
                     break
         outcome = _say(name, found, hint, outcome=outcome)
-        record(f"exercise_{name}", outcome == "correct")
         self._note(name, outcome)
         return outcome == "correct"
 

@@ -101,6 +101,69 @@ def _lightning(make, data, epochs, batch_size) -> float:
     return (time.perf_counter() - start) / epochs
 
 
+def _resnet18() -> torch.nn.Module:
+    from sampan.vision.models import resnet18
+
+    return resnet18(num_classes=10, in_channels=1)
+
+
+def compiled_training(quick: bool = False) -> dict:
+    """``Model.fit`` after ``prepare()`` against ``prepare(to_static=True)``: seconds per step, interleaved.
+
+    Both models are built from the same seed and warmed up by one fit (the static one compiles and
+    measures its training path there); then each ``fit`` of one epoch is timed in turn, in a shuffled order.
+    Networks: the digits CNN above on 8 x 8 digits and resnet18 (one input channel) on digits resized to
+    32 x 32 (256 images), batch 32. Which path ``to_static`` kept, and what else it changed, is its
+    ``explain`` (column "to_static runs").
+    """
+    import random
+
+    import sampan
+    from sampan.data import load_dataset
+
+    digits = load_dataset("digits", "train")
+    images = torch.stack([digits[i][0] for i in range(256)])
+    labels = torch.tensor([int(digits[i][1]) for i in range(256)])
+    big = torch.utils.data.TensorDataset(
+        torch.nn.functional.interpolate(images, size=32, mode="bilinear", align_corners=False), labels)
+    cases = {"digits CNN": (_cnn, digits), "resnet18 32x32": (_resnet18, big)}
+    repeat = 3 if quick else 7
+    rows, results = [], {}
+    for name, (make, data) in cases.items():
+        models = {}
+        for static in (False, True):
+            torch.manual_seed(0)
+            net = make()
+            model = sampan.Model(net)
+            model.prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss(), to_static=static)
+            models["to_static" if static else "eager"] = model
+        fits = {k: (lambda m=m: m.fit(data, epochs=1, batch_size=32, verbose=0)) for k, m in models.items()}
+        with contextlib.redirect_stderr(io.StringIO()):
+            for fit in fits.values():
+                fit()  # warm-up: compiles, and to_static measures its training path
+            times: dict[str, list[float]] = {k: [] for k in fits}
+            order = list(fits.items())
+            for _ in range(repeat):
+                random.Random(len(times["eager"])).shuffle(order)
+                for key, fit in order:
+                    start = time.perf_counter()
+                    fit()
+                    times[key].append(time.perf_counter() - start)
+        steps = -(-len(data) // 32)
+        med = {k: statistics.median(v) / steps for k, v in times.items()}
+        static = models["to_static"].network.forward
+        kept = f"{static.train_choice.path}" if static.train_choice else "compiled"
+        runs = ", ".join([kept, *static.training_passes])
+        rows.append({"network": name, "eager ms/step": med["eager"] * 1e3, "to_static ms/step": med["to_static"] * 1e3,
+                     "speed-up": med["eager"] / med["to_static"], "to_static runs": runs})
+        results[name] = {"eager_s": med["eager"], "static_s": med["to_static"], "speedup": med["eager"] / med["to_static"],
+                         "path": kept, "passes": list(static.training_passes)}
+    print_table(f"fit: prepare() vs prepare(to_static=True), batch 32, median of {repeat} epochs, "
+                f"{torch.get_num_threads()} threads", rows,
+                ["network", "eager ms/step", "to_static ms/step", "speed-up", "to_static runs"])
+    return results
+
+
 def _import_time(module: str, repeat: int) -> list[float]:
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -146,6 +209,7 @@ def run(quick: bool = False) -> dict:
         results[name] = {k: {"s_per_epoch": v, "ratio": v / base} for k, v in med.items()}
     print_table(f"fit: digits train split (1,257 images), batch 32, {epochs} epochs, median of {repeat}, "
                 f"{torch.get_num_threads()} threads", rows, ["model", "trainer", "s/epoch", "vs hand loop"])
+    results["compiled training"] = compiled_training(quick)
     imports = import_times(3 if quick else 7)
     print_table("import time (fresh interpreter, median)", [
         {"import": "torch", "seconds": imports["import_torch_s"], "ratio": 1.0},

@@ -1,6 +1,7 @@
 """``sampan.Model``: ``paddle.Model``'s prepare / fit / evaluate / predict around an ordinary ``nn.Module``."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -142,8 +143,13 @@ class Model:
         self._optimizer = self._strategy.setup_optimizer(self._optimizer)
         if to_static:
             from sampan.jit import to_static as _to_static
+            from sampan.jit.training import channels_last, fuse_optimizer
 
+            # Paddle's BuildStrategy for a static trainer: one fused optimizer kernel, the kernels' own layout
+            passes = [fuse_optimizer(self._optimizer),
+                      channels_last(self.network, self.device) if self._strategy.world_size == 1 else None]
             self._train_net = _to_static(self._train_net, input_spec=self.inputs)
+            self._train_net.forward.training_passes = [p for p in passes if p]
         self._eval_net = self._train_net
         for m in self._metrics:
             m.to(self.device)
@@ -465,6 +471,9 @@ class Model:
                 "global_step": self.global_step,
                 "rng": ckpt.rng_state(),
             }
+            static = getattr(self._train_net, "_sampan_static", None)
+            if static is not None and static.train_choice is not None:  # a resumed run takes the same path
+                payload["static_training"] = dataclasses.asdict(static.train_choice)
             ckpt.save_checkpoint(target, payload)
         self._strategy.barrier()
         return target
@@ -515,6 +524,14 @@ class Model:
             except (ValueError, KeyError) as exc:
                 raise SampanError(f"The optimizer state in {target} does not fit the prepared optimizer: {exc}. "
                                   f"HINT: pass reset_optimizer=True to keep the current optimizer state.") from exc
+        static = getattr(self._train_net, "_sampan_static", None)
+        if static is not None:
+            if load_optimizer:  # the checkpoint's settings came with its state: fused again, as prepare() set it
+                from sampan.jit.training import fuse_optimizer
+
+                fuse_optimizer(self._optimizer)
+            if payload.get("static_training"):
+                static.set_train_choice(payload["static_training"])
         self._precision.load_state_dict(payload.get("precision") or {})
         self.epoch = int(payload.get("epoch", 0))
         self.global_step = int(payload.get("global_step", 0))

@@ -68,13 +68,16 @@ class ExplainReport:
         breaks: the graph breaks with reasons, source lines and hints.
         op_count: operators captured in all graphs.
         choices: for a ``to_static`` layer, the path kept per input shape (``"compiled"`` or
-            ``"eager"``, whichever measured faster after warm-up), keyed by the shapes.
+            ``"eager"``, whichever measured faster after warm-up), keyed by the shapes, and under
+            ``"training"`` the path of training calls (measured on a whole training step).
+        training_passes: what ``Model.prepare(to_static=True)`` changed for training besides compiling.
     """
 
     graph_count: int
     breaks: list[GraphBreak] = field(default_factory=list)
     op_count: int = 0
     choices: dict[str, Any] = field(default_factory=dict)
+    training_passes: list[str] = field(default_factory=list)
 
     @property
     def graph_break_count(self) -> int:
@@ -93,6 +96,8 @@ class ExplainReport:
         if self.choices:
             text += "\nto_static runs, per input shape (the faster path, measured after warm-up):"
             text += "".join(f"\n- {shape}: {choice}" for shape, choice in self.choices.items())
+        if self.training_passes:
+            text += "\nto_static training also uses: " + ", ".join(self.training_passes)
         return text
 
     def _repr_pretty_(self, p, cycle):  # IPython shows the readable form
@@ -154,8 +159,11 @@ def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> Exp
     with torch.no_grad():
         result = torch._dynamo.explain(target)(*example_inputs, **example_kwargs)
     choices = {_shapes(key): choice for key, choice in getattr(original, "choices", {}).items()}
+    if getattr(original, "train_choice", None) is not None:
+        choices["training"] = original.train_choice
     return ExplainReport(graph_count=int(result.graph_count), breaks=_breaks_from(list(result.break_reasons)),
-                         op_count=int(result.op_count), choices=choices)
+                         op_count=int(result.op_count), choices=choices,
+                         training_passes=list(getattr(original, "training_passes", [])))
 
 
 def _shapes(key: tuple) -> str:

@@ -91,3 +91,32 @@ def test_reached_through_the_sampan_package():
     assert sampan.data.list_datasets() == NAMES
     assert sampan.vision.models.LeNet is sampan.vision.LeNet
     assert "TextCNN" in sampan.text.__all__
+
+
+
+def _uint8_images():
+    import torch
+    from sampan.data._base import ImageDataset
+
+    g = torch.Generator().manual_seed(0)
+    return ImageDataset(torch.randint(0, 256, (20, 1, 4, 4), dtype=torch.uint8, generator=g),
+                        torch.randint(0, 3, (20,), generator=g), ["a", "b", "c"])
+
+
+@pytest.mark.parametrize("make", [lambda: data.load_dataset("digits", "train"),
+                                  lambda: data.load_dataset("digits", "train", size=28), _uint8_images],
+                         ids=["digits", "digits-28", "uint8"])
+def test_a_dataloader_batch_is_the_items_of_getitem_and_a_fresh_copy(make):
+    import torch
+    from torch.utils.data import DataLoader, Subset
+
+    ds = make()
+    indices = [5, 0, 17, 3]
+    for source in (ds, Subset(ds, list(range(20)))):
+        batched = next(iter(DataLoader(source, batch_size=4, sampler=indices)))
+        one_by_one = [source[i] for i in indices]
+        assert batched[0].dtype == torch.float32 and batched[1].dtype == torch.int64
+        assert torch.equal(batched[0], torch.stack([x for x, _ in one_by_one]))
+        assert torch.equal(batched[1], torch.stack([y for _, y in one_by_one]))
+        batched[0].add_(1.0)  # a learner's in-place change to a batch
+    assert torch.equal(ds[5][0], one_by_one[0][0])  # never reaches the dataset

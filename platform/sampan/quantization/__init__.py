@@ -1,7 +1,9 @@
 """Quantization: dynamic int8 weights, static int8 (PTQ) and quantization-aware training (QAT).
 
 * :func:`quantize_dynamic` — int8 weights for Linear / LSTM / GRU; deploy with
-  :func:`export_onnx`, which lets ONNX Runtime run int8 kernels.
+  :func:`export_onnx`, which writes the int8 ONNX layout that ONNX Runtime runs fastest for the
+  model (int8 kernels where they beat fp32, else int8 weights on fp32 kernels);
+  :func:`layout_report` says which and why.
 * :class:`PTQ` — ``quantize`` -> calibrate -> ``convert``: int8 weights and activations
   (torchao pt2e, ``X86InductorQuantizer``), for convolutional networks.
 * :class:`QAT` — ``quantize`` -> train with ``sampan.Model.fit`` -> ``convert``.
@@ -26,7 +28,7 @@ from sampan.pruning.report import CompressionReport, compression_report
 from sampan.quantization.compiled import Int8Compiled, compile_int8
 from sampan.quantization.config import QuantConfig
 from sampan.quantization.dynamic import Int8Linear, Int8RNN, dequantize, quantize_dynamic
-from sampan.quantization.export import OnnxModel, export_onnx
+from sampan.quantization.export import OnnxModel, export_onnx, layout_report
 from sampan.quantization.sensitivity import sensitivity
 from sampan.quantization.static import PTQ, QAT
 
@@ -43,6 +45,7 @@ __all__ = [
     "compression_report",
     "dequantize",
     "export_onnx",
+    "layout_report",
     "quantize_dynamic",
     "sensitivity",
 ]

@@ -14,10 +14,16 @@ dequantize patterns by int8 GEMM and convolution kernels:
   to int8 per row at run time) and run ``torch._int_mm``. ``Int8RNN`` (LSTM / GRU) layers keep
   their reference kernels.
 
-With ``max_autotune=True`` (the default) inductor also benchmarks its own C++ int8 GEMM templates
-(AMX / AVX-512 VNNI micro-kernels) against oneDNN and keeps the faster: at batch 1 the
-Linear-heavy MLP of ``sampan bench compress`` ran 0.46x fp32 with it and 1.5x fp32 without it
-on the machine of ``BENCHMARKS.md``.
+Both flows lower through torchao's X86 inductor patterns (registered when its X86 quantizer is
+imported, which ``compile_int8`` makes sure of): the int8 weights are prepacked once instead of
+being reordered on every call. With ``max_autotune=True`` (the default) inductor also benchmarks
+its own C++ int8 GEMM templates (AMX / AVX-512 VNNI micro-kernels) against oneDNN and keeps the
+faster: the Linear-heavy MLP of ``sampan bench compress`` ran 0.57x fp32 at batch 1 and 0.23x at
+batch 32 with it, 1.8x at batch 1 without it (oneDNN's qlinear), on the machine of
+``BENCHMARKS.md``. Before the patterns were registered, ``torch._int_mm`` reordered the weights
+on every call: 0.92x at batch 1. Measured and not used at batch 1: aten's weight-only
+``_weight_int8pack_mm`` (3x fp32), torchao's ``Int8WeightOnlyConfig`` (inductor's freezing folds
+its weights back to fp32: 1.1x), the pt2e dynamic-activation flow (1.16x).
 """
 from __future__ import annotations
 
@@ -167,6 +173,12 @@ def compile_int8(model: nn.Module, *, max_autotune: bool = True) -> Int8Compiled
     if _is_pt2e(model):
         return Int8Compiled(model.eval(), "pt2e", max_autotune)
     if any(isinstance(m, Int8Linear) for m in model.modules()):
+        from sampan.quantization._pt2e import pt2e
+
+        # torchao's X86 quantizer module registers inductor's pattern for `_int_mm` with a constant
+        # weight: prepacked int8 weights (oneDNN qlinear / the C++ micro-GEMM). Without it every call
+        # reorders the weights and batch 1 ran 0.92x fp32 (0.57x with it) on the BENCHMARKS.md machine.
+        pt2e()
         return Int8Compiled(_torchao_dynamic(model), "dynamic", max_autotune)
     if any(isinstance(m, Int8RNN) for m in model.modules()):
         raise TypeError(bad_argument("model", type(model).__name__, "a model with int8 Linear or convolution layers",

@@ -4,10 +4,11 @@ Weights are stored as int8 with one float scale per output channel (symmetric), 
 about 4x smaller on disk and runs anywhere torch runs. For speed, compile it onto torch's int8
 kernels with :func:`sampan.quantization.compile_int8`, or export it with
 :func:`sampan.quantization.export_onnx`: ONNX Runtime's ``quantize_dynamic`` then runs int8
-kernels (``MatMulInteger``). Why not torchao's eager layers here: on the 2-core AVX-512 machine of
-``BENCHMARKS.md`` torchao's ``Int8WeightOnlyConfig`` ran 2.1x and
-``Int8DynamicActivationInt8WeightConfig`` 5x *slower* than fp32 in eager mode (batch 1, 4x1024
-MLP) and neither covers LSTM / GRU; ONNX Runtime int8 ran at 0.42x of fp32.
+kernels (``MatMulInteger``) where they beat fp32 (``layout="auto"`` times them). Why not
+torchao's eager layers here: on the 2-core AVX-512 machine of ``BENCHMARKS.md`` torchao's
+``Int8WeightOnlyConfig`` ran 2.1x and ``Int8DynamicActivationInt8WeightConfig`` 5x *slower* than
+fp32 in eager mode (batch 1, 4x1024 MLP) and neither covers LSTM / GRU; ONNX Runtime int8 ran at
+0.42x of fp32.
 Mirrors ``paddle.quantization`` / PaddleSlim ``quant_post_dynamic``.
 """
 from __future__ import annotations

@@ -33,7 +33,7 @@ def test_ptq_lenet_int8_weights_skip_list_and_dynamic_batch(lenet, tmp_path):
     sampan.jit.save(lenet, tmp_path / "lenet_fp32_pt2", input_spec=spec)
     int8_bytes, fp32_bytes = ((tmp_path / f"lenet_{k}_pt2.pt2").stat().st_size for k in ("int8", "fp32"))
     assert int8_bytes < 0.6 * fp32_bytes   # int8 weights; the archive also holds a larger Q/DQ graph
-    file = export_onnx(q, tmp_path / "lenet_int8", spec)
+    file = export_onnx(q, tmp_path / "lenet_int8", spec, layout="qdq")
     import onnx
     ops = {n.op_type for n in onnx.load(str(file)).graph.node}
     assert {"QuantizeLinear", "DequantizeLinear"} <= ops

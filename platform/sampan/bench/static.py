@@ -4,6 +4,12 @@ LeNet and resnet18 at batch 1 and 32, timed side by side (interleaved medians) i
 one run. Compilation and export times are reported separately. ``to_static`` keeps, per input
 shape, whichever of its compiled and eager paths measured faster after warm-up (column
 ``to_static path``), so ``eager/to_static`` stays at or above 1 within the timing noise.
+
+Two predictors: the default one (fp32 candidates only; ``predictor/ort`` compares like with like) and
+one with ``Config.enable_mkldnn_bfloat16()``, whose column ``predictor bf16 / ORT fp32`` crosses
+precisions (its ``bf16 backend`` says which candidate it chose, and ``bf16 max diff`` how far its
+outputs are from eager's: the largest absolute difference, and relative to the largest eager output).
+On a CPU without native bf16 it refuses the bf16 candidate and runs an fp32 one.
 """
 from __future__ import annotations
 
@@ -54,22 +60,33 @@ def _prepare(name: str, net, spec: InputSpec, folder: Path, *, aoti: bool, threa
     config = Config(prefix)
     config.set_cpu_math_library_num_threads(threads)
     predictor, compile_s["create_predictor"] = _timed(lambda: create_predictor(config))
+    config_bf16 = Config(prefix)
+    config_bf16.set_cpu_math_library_num_threads(threads)
+    config_bf16.enable_mkldnn_bfloat16()
+    predictor_bf16, compile_s["create_predictor bf16"] = _timed(lambda: create_predictor(config_bf16))
+    print(predictor_bf16.report(), file=sys.stderr, flush=True)
     session = ort_session(f"{prefix}.onnx", threads=threads)
-    return {"static": static, "predictor": predictor, "session": session, "compile_s": compile_s}
+    return {"static": static, "predictor": predictor, "predictor_bf16": predictor_bf16, "session": session,
+            "compile_s": compile_s}
 
 
 def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) -> dict:
     x = spec.example(batch=batch)
     xn = x.numpy()
     static, predictor, session = parts["static"], parts["predictor"], parts["session"]
+    predictor_bf16 = parts["predictor_bf16"]
     with torch.inference_mode():
         _, first_call = _timed(lambda: static(x))  # compiles for this size range (1, 2..15, 16+)
+        eager_out = net(x).numpy()
+        bf16_out = predictor_bf16.run([xn])[0]  # compiles the bf16 graph for this size range, if chosen
         times = interleaved({
             "eager": lambda: net(x),
             "to_static": lambda: static(x),
             "predictor": lambda: predictor.run([xn]),
+            "predictor bf16": lambda: predictor_bf16.run([xn]),
             "onnxruntime": lambda: session.run(None, {spec.name: xn}),
         }, repeat=repeat, warmup=2)
+    bf16_diff = float(abs(bf16_out - eager_out).max())
     return {
         "model": name, "batch": batch,
         **{f"{k} ms": v * 1e3 for k, v in times.items()},
@@ -77,6 +94,9 @@ def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) 
         "eager/predictor": times["eager"] / times["predictor"],
         "predictor/ort": times["predictor"] / times["onnxruntime"],
         "predictor backend": predictor.backend,
+        "predictor bf16 / ORT fp32": times["predictor bf16"] / times["onnxruntime"],
+        "bf16 backend": f"{predictor_bf16.backend} ({predictor_bf16.precision})",
+        "bf16 max diff": f"{bf16_diff:.2g} ({bf16_diff / float(abs(eager_out).max()):.1e} rel)",
         "to_static path": _path(static, x),
         "to_static compile s": first_call,
     }
@@ -113,7 +133,8 @@ def run(quick: bool = False, threads: int | None = None) -> dict:
                     repeat = (5 if quick else 20) if batch == 1 else (3 if quick else 10)
                 rows.append(_row(name, batch, net, spec, parts, repeat))
     columns = ["model", "batch", "eager ms", "to_static ms", "predictor ms", "onnxruntime ms", "eager/to_static",
-               "to_static path", "eager/predictor", "predictor/ort", "predictor backend"]
+               "to_static path", "eager/predictor", "predictor/ort", "predictor backend", "predictor bf16 ms",
+               "predictor bf16 / ORT fp32", "bf16 backend", "bf16 max diff"]
     print_table(f"static: eager vs to_static vs predictor vs ONNX Runtime (CPU, {torch.get_num_threads()} threads)",
                 rows, columns)
     compile_rows = [{"model": m, **{k: v for k, v in c.items()},

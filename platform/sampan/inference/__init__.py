@@ -3,7 +3,9 @@
 A :class:`Config` names the model (the prefix given to ``sampan.jit.save`` /
 ``sampan.onnx.export``) and the device; :func:`create_predictor` picks the backend:
 the ``torch.export`` program, the AOTInductor package or ONNX Runtime (by default the
-fastest of those that agree with each other on this device).
+fastest of those that agree with each other on this device). With
+``Config.enable_mkldnn_bfloat16()`` a bfloat16 candidate joins them on CPUs with native bf16
+(:mod:`sampan.inference.bf16`); ``Predictor.report()`` says what each candidate computes in.
 
 Example:
     >>> config = sampan.inference.Config("out/lenet")                    # doctest: +SKIP

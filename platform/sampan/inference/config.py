@@ -35,6 +35,7 @@ class Config:
     _threads: int | None = field(default=None, repr=False)
     _backend: str = field(default="auto", repr=False)
     _warmup: int = field(default=2, repr=False)
+    _bf16_max_rel_error: float | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.model_path, (str, os.PathLike)):
@@ -76,6 +77,44 @@ class Config:
     def cpu_math_library_num_threads(self) -> int | None:
         return self._threads
 
+    # -- reduced precision -------------------------------------------------------------------------
+    def enable_mkldnn_bfloat16(self, *, max_rel_error: float = 2e-2) -> None:
+        """Lets ``backend="auto"`` also try the model in bfloat16 (Paddle's ``Config.enable_mkldnn_bfloat16``).
+
+        The bf16 candidate (``inductor-bf16``: the ``.pt2`` program compiled by inductor with freezing
+        under ``torch.autocast("cpu", torch.bfloat16)``) runs only on CPUs with native bf16 (AVX-512 BF16
+        or AMX); elsewhere, on a GPU or with a backend set by :meth:`set_backend`, it is refused with the
+        reason in ``predictor.report()``. It is checked against the fp32 reference and chosen only when
+        it is the fastest verified candidate. Off by default: its outputs differ from fp32 by about 1e-2
+        relative, and compiling it takes seconds (tens of seconds for a ResNet).
+
+        Args:
+            max_rel_error: the largest accepted ``max|bf16 - fp32| / max|fp32|`` on the check sample, per
+                output (default 2e-2; see :mod:`sampan.inference.bf16` for why), a float in (0, 1).
+
+        Example:
+            >>> config = sampan.inference.Config("out/resnet18")  # doctest: +SKIP
+            >>> config.enable_mkldnn_bfloat16()                     # doctest: +SKIP
+        """
+        hint = "the default 2e-2 suits bf16; a tighter bound rejects more models"
+        if isinstance(max_rel_error, bool) or not isinstance(max_rel_error, (int, float)):
+            raise TypeError(bad_argument("max_rel_error", max_rel_error, "a float in (0, 1)", hint))
+        if not 0 < max_rel_error < 1:
+            raise ValueError(bad_argument("max_rel_error", max_rel_error, "a float in (0, 1)", hint))
+        self._bf16_max_rel_error = float(max_rel_error)
+
+    def disable_mkldnn_bfloat16(self) -> None:
+        """Only fp32 candidates (the default)."""
+        self._bf16_max_rel_error = None
+
+    def mkldnn_bfloat16_enabled(self) -> bool:
+        return self._bf16_max_rel_error is not None
+
+    @property
+    def bf16_max_rel_error(self) -> float | None:
+        """The bf16 tolerance set by :meth:`enable_mkldnn_bfloat16`, or None while bf16 is off."""
+        return self._bf16_max_rel_error
+
     # -- backend and warm-up -----------------------------------------------------------------------
     def set_backend(self, backend: Backend | str) -> None:
         """``"auto"`` (fastest verified for the device), ``"pt2"`` (exported program), ``"aoti"`` or ``"onnxruntime"``."""
@@ -100,4 +139,5 @@ class Config:
 
     def summary(self) -> str:
         return (f"model: {os.fspath(self.prefix)}, device: {self.device}, backend: {self._backend}, "
-                f"cpu threads: {self._threads or 'default'}, warm-up steps: {self._warmup}")
+                f"cpu threads: {self._threads or 'default'}, warm-up steps: {self._warmup}, "
+                f"bf16: {'on' if self.mkldnn_bfloat16_enabled() else 'off'}")

@@ -8,7 +8,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from sampan.errors import SampanError, UnsafeFileError, bad_argument
+from sampan.errors import SampanError, UnsafeFileError, bad_argument, first_line
+from sampan.inference import bf16
 from sampan.inference.config import Config
 from sampan.jit import _artifacts as art
 from sampan.jit._specs import allclose, check_inputs, example_inputs, max_abs_diff
@@ -25,10 +26,11 @@ class Candidate:
     latency_s: float | None = None
     chosen: bool = False
     reason: str = ""
+    precision: str = "fp32"
 
     def __str__(self) -> str:
         latency = f"{self.latency_s * 1e3:.3g} ms" if self.latency_s is not None else "not timed"
-        return f"{'*' if self.chosen else ' '} {self.name:<12} {latency:>12}  {self.reason}"
+        return f"{'*' if self.chosen else ' '} {self.name:<14} {self.precision:<5} {latency:>12}  {self.reason}"
 
 
 class _TorchBackend:
@@ -93,10 +95,16 @@ class Predictor:
     Inputs are checked against the saved ``InputSpec`` first: a wrong count, rank, static
     dimension or dtype raises ``ValueError`` naming the input and the expected spec.
 
+    With ``config.enable_mkldnn_bfloat16()``, ``backend="auto"`` also tries ``"inductor-bf16"`` (the
+    program in bfloat16, :mod:`sampan.inference.bf16`), verified against the fp32 reference with a bf16
+    tolerance and kept only when it is the fastest.
+
     Attributes:
-        backend: the backend in use (``"pt2"``, ``"aoti"`` or ``"onnxruntime"``).
+        backend: the backend in use (``"pt2"``, ``"aoti"``, ``"onnxruntime"`` or ``"inductor-bf16"``).
+        precision: the precision the chosen backend computes in (``"fp32"`` or ``"bf16"``).
         timings: seconds per call of each verified candidate measured by ``backend="auto"``.
-        rejected: candidates that failed to load or disagreed with the others, with the reason.
+        rejected: candidates that failed to load, disagreed with the reference or were refused (bf16 on a
+            CPU without native bf16, on a GPU, or with a backend set), with the reason.
         candidates: every :class:`Candidate` considered, with its latency and the reason it was
             (``chosen``) or was not chosen; :meth:`report` prints them.
     """
@@ -111,6 +119,7 @@ class Predictor:
         self.timings: dict[str, float] = {}
         self.rejected: dict[str, str] = {}
         self.candidates: list[Candidate] = []
+        self.bf16_error: float | None = None
         if config.use_gpu() and not torch.cuda.is_available():
             raise ValueError("Config.enable_use_gpu() was called but no CUDA device is available. "
                              "HINT: call config.disable_gpu() to run on the CPU.")
@@ -121,18 +130,13 @@ class Predictor:
 
     # -- selection ---------------------------------------------------------------------------------
     def _choose(self, names: list[str]) -> tuple[str, Callable]:
-        loaded: dict[str, Callable] = {}
-        for name in names:
-            try:
-                file = art.check_artifact(self.config.prefix, self._meta, _FORMAT[name])
-                loaded[name] = _load_backend(name, file, self.config, self._specs)
-            except Exception as exc:
-                if len(names) == 1 or (isinstance(exc, UnsafeFileError) and name != "aoti"):
-                    raise  # a file that would run code means the folder was tampered with: say so, do not fall back
-                self.rejected[name] = f"{type(exc).__name__}: {exc}"
-        if not loaded:
-            raise SampanError(f"No backend could load {str(self.config.prefix)!r}: {self.rejected}")
-        if len(loaded) == 1:
+        loaded = self._load(names)
+        if self.config.mkldnn_bfloat16_enabled():
+            names = [*names, bf16.NAME]
+            refused = bf16.refusal(self.config, self._meta["artifacts"])
+            if refused:
+                self.rejected[bf16.NAME] = f"refused: {refused}"
+        if len(loaded) == 1 and (bf16.NAME not in names or bf16.NAME in self.rejected):
             name = next(iter(loaded))
             why = "requested by Config.set_backend" if self.config.backend != "auto" else "the only one that loaded"
             self._record(names, {}, name, why)
@@ -147,31 +151,82 @@ class Predictor:
                 self.rejected[name] = f"disagrees with {first} by {max_abs_diff(outputs[name], reference):.3g}"
                 warnings.warn(f"Predictor: the {name} backend disagrees with the others; not using it.", RuntimeWarning)
                 del loaded[name]
+        if bf16.NAME in names and bf16.NAME not in self.rejected:
+            self._try_bf16(loaded, sample, reference, first)
         self.timings = _time_each(loaded, sample)
         best = min(self.timings, key=self.timings.get)
         self._record(names, self.timings, best, "fastest of the verified backends")
         return best, loaded[best]
+
+    def _load(self, names: list[str]) -> dict[str, Callable]:
+        loaded: dict[str, Callable] = {}
+        for name in names:
+            try:
+                file = art.check_artifact(self.config.prefix, self._meta, _FORMAT[name])
+                loaded[name] = _load_backend(name, file, self.config, self._specs)
+            except Exception as exc:
+                if len(names) == 1 or (isinstance(exc, UnsafeFileError) and name != "aoti"):
+                    raise  # a file that would run code means the folder was tampered with: say so, do not fall back
+                self.rejected[name] = f"{type(exc).__name__}: {exc}"
+        if not loaded:
+            raise SampanError(f"No backend could load {str(self.config.prefix)!r}: {self.rejected}")
+        return loaded
+
+    def _try_bf16(self, loaded: dict[str, Callable], sample: list[np.ndarray], reference: list[np.ndarray],
+                  first: str) -> None:
+        """Adds the bf16 candidate to ``loaded`` when it compiles and agrees with the fp32 ``reference``;
+        otherwise records why not (a model inductor cannot take falls back to the fp32 candidates).
+
+        With a dynamic dimension it is also checked at batch 2: inductor compiles one graph for batch 1 and
+        one for every larger batch, and each graph that may serve is checked before it can be chosen."""
+        tolerance = self.config.bf16_max_rel_error
+        try:
+            pt2 = loaded.get("pt2")
+            module = pt2.runner if isinstance(pt2, _TorchBackend) else _load_backend(
+                "pt2", art.check_artifact(self.config.prefix, self._meta, "pt2"), self.config, self._specs).runner
+            run = _TorchBackend(bf16.compile_bf16(module, self._specs), "cpu")
+            error = bf16.relative_error(run(sample), reference)
+            if any(s.dynamic_dims for s in self._specs):
+                sample2 = [t.numpy() for t in example_inputs(self._specs, batch=2, seed=4)]
+                error = max(error, bf16.relative_error(run(sample2), loaded[first](sample2)))
+        except UnsafeFileError:
+            raise  # a tampered .pt2 is refused outright, as for the fp32 candidates
+        except Exception as exc:  # noqa: BLE001 - any failure to compile means: serve fp32, say why
+            self.rejected[bf16.NAME] = f"could not compile or run it: {first_line(exc)}"
+            return
+        if error > tolerance:
+            self.rejected[bf16.NAME] = (f"disagrees with {first} (fp32) by a relative error of {error:.3g} > "
+                                        f"{tolerance:.3g} (Config.enable_mkldnn_bfloat16(max_rel_error=...))")
+            warnings.warn(f"Predictor: the {bf16.NAME} backend disagrees with fp32 beyond its tolerance; not "
+                          "using it.", RuntimeWarning)
+            return
+        self.bf16_error = error
+        loaded[bf16.NAME] = run
 
     def _record(self, names: list[str], timings: dict[str, float], best: str, why: str) -> None:
         for name in names:
             if name == best:
                 reason = why
             elif name in self.rejected:
-                reason = f"rejected: {self.rejected[name]}"
+                reason = self.rejected[name]
+                reason = reason if reason.startswith("refused: ") else f"rejected: {reason}"
             else:
                 reason = f"slower than {best}"
-            self.candidates.append(Candidate(name, timings.get(name), name == best, reason))
+            if name == bf16.NAME and name in timings:
+                reason += (f" (bf16 vs fp32: max relative error {self.bf16_error:.2g} <= "
+                           f"{self.config.bf16_max_rel_error:.2g})")
+            self.candidates.append(Candidate(name, timings.get(name), name == best, reason, _precision(name)))
 
     def report(self) -> str:
         """Each candidate backend, its latency at batch 1 and why it was or was not chosen.
 
         Example:
             >>> print(predictor.report())  # doctest: +SKIP
-            Predictor candidates (latency at batch 1, timed interleaved):
-            * onnxruntime     0.0412 ms  fastest of the verified backends
-              pt2              0.215 ms  slower than onnxruntime
+            Predictor candidates (precision, latency at batch 1 timed interleaved, why):
+            * onnxruntime    fp32     0.0412 ms  fastest of the verified backends
+              pt2            fp32      0.215 ms  slower than onnxruntime
         """
-        head = "Predictor candidates (latency at batch 1, timed interleaved):"
+        head = "Predictor candidates (precision, latency at batch 1 timed interleaved, why):"
         return "\n".join([head, *(str(c) for c in self.candidates)])
 
     # -- Paddle-style API --------------------------------------------------------------------------
@@ -214,9 +269,18 @@ class Predictor:
         for _ in range(self.config.warmup_steps if steps is None else steps):
             self._run(sample)
 
+    @property
+    def precision(self) -> str:
+        return _precision(self.backend)
+
     def __repr__(self) -> str:
         specs = ", ".join(f"{s.name}: {s.to_list()} {s.dtype}" for s in self._specs)
-        return f"Predictor(backend={self.backend!r}, device={self.config.device!r}, inputs=[{specs}])"
+        return (f"Predictor(backend={self.backend!r}, precision={self.precision!r}, device={self.config.device!r}, "
+                f"inputs=[{specs}])")
+
+
+def _precision(backend: str) -> str:
+    return "bf16" if backend == bf16.NAME else "fp32"
 
 
 def _as_array(value: Any, index: int, spec: InputSpec) -> np.ndarray:

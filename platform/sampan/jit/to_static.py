@@ -217,7 +217,8 @@ class StaticFunction:
     def _probes_training(self, args: tuple) -> bool:
         """Whether a training call should first measure both paths: with ``pick_faster``, once, on one process
         (in a distributed job the ranks could choose differently, and their replicas would drift apart)."""
-        return (self.pick_faster and self.train_choice is None and self._training_call(args)
+        return (self.pick_faster and self.train_choice is None and self._module(args) is not None
+                and self._training_call(args)
                 and not (torch.distributed.is_available() and torch.distributed.is_initialized()))
 
     def _train(self, args: tuple, kwargs: dict) -> Any:
@@ -239,7 +240,7 @@ class StaticFunction:
         from sampan.utils.timing import interleaved
 
         module = self._module(args)
-        restore = _snapshot(module)
+        restore = _snapshot(module, [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)])
 
         def step(path: str) -> Callable[[], None]:
             def run() -> None:
@@ -373,12 +374,13 @@ def _backward(out: Any) -> None:
         torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
 
 
-def _snapshot(module: nn.Module | None) -> Callable[[], None]:
-    """Returns a function that puts back ``module``'s buffers, its parameters' gradients and the random
-    generators' states as they are now."""
-    buffers = [(b, b.detach().clone()) for b in module.buffers()] if module is not None else []
-    grads = [(p, None if p.grad is None else p.grad.detach().clone())
-             for p in module.parameters()] if module is not None else []
+def _snapshot(module: nn.Module, inputs: list[torch.Tensor]) -> Callable[[], None]:
+    """Returns a function that puts back ``module``'s buffers, the gradients of its parameters and of the
+    ``inputs`` that collect one (adversarial training asks for the input's), and the random generators' states
+    as they are now."""
+    buffers = [(b, b.detach().clone()) for b in module.buffers()]
+    leaves = [*module.parameters(), *(t for t in inputs if t.requires_grad and t.is_leaf)]
+    grads = [(p, None if p.grad is None else p.grad.detach().clone()) for p in leaves]
     cpu_rng = torch.get_rng_state()
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
 

@@ -104,6 +104,16 @@ def test_the_probe_leaves_batch_norm_gradients_and_the_generator_as_they_were():
         assert torch.equal(param.grad, grad)  # gradients accumulated so far are untouched
 
 
+def test_the_probe_leaves_an_inputs_gradient_alone():
+    net = sampan.jit.to_static(_cnn())
+    x = torch.randn(8, 1, 8, 8, requires_grad=True)  # adversarial training asks for the input's gradient
+    net(x)
+    out = net(x)  # measures both paths first, each with a backward reaching x
+    assert net.forward.train_choice is not None and x.grad is None
+    out.sum().backward()
+    assert x.grad is not None
+
+
 @pytest.mark.parametrize("path", ["compiled", "eager"])
 def test_resume_under_to_static_gives_bitwise_the_weights_of_a_straight_run(digits, tmp_path, path):
     def build(seed=0):

@@ -7,6 +7,30 @@ import pytest
 import torch
 
 
+# `make test` (pytest-xdist, --dist loadfile --no-loadscope-reorder) hands whole files to the workers in collection
+# order. The costliest come first (the lesson runs, dealt evenly to test_courses*.py, then the servers and browsers),
+# so that the many short files at the end fill in until the workers finish together; the files that only re-read
+# the lessons' runs come last, when those runs are done (tests/notebooks/lesson_helpers.py). Ranked by the
+# seconds each file took in `make test` on 2 cores, 2026-12-03.
+_COSTLIEST_FIRST = ("notebooks/test_courses", "hub/test_classroom.py", "browser/test_lab_and_dashboards.py",
+                    "distributed/test_failures.py", "platform/jit/test_zoo_parity.py",
+                    "platform/experiments/test_sweep.py", "browser/test_widgets_browser.py",
+                    "hub/test_live_dashboards.py", "platform/path/test_site.py", "browser/", "distributed/", "hub/")
+_RE_READ_LAST = ("notebooks/test_bilingual_lessons.py", "notebooks/test_amp_distributed_lessons.py",
+                 "notebooks/test_compress_lesson.py", "notebooks/test_deploy_lesson.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        path = item.nodeid.split("::")[0].removeprefix("tests/")
+        for i, prefix in enumerate(_COSTLIEST_FIRST):
+            if path.startswith(prefix):
+                return i
+        return len(_COSTLIEST_FIRST) + 1 + (path in _RE_READ_LAST)
+
+    items.sort(key=rank)  # stable: a file's tests keep their order
+
+
 @pytest.fixture(autouse=True)
 def data_home(tmp_path_factory, monkeypatch):
     """Every test gets its own empty SAMPAN_DATA (the weight zoo lives there), outside its tmp_path;

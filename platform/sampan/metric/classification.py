@@ -14,12 +14,20 @@ from __future__ import annotations
 from typing import Any, Literal, Sequence
 
 import torch
-import torchmetrics.classification as tmc
 
 from sampan.errors import bad_argument
 from sampan.metric.base import Metric
 
 Average = Literal["micro", "macro", "weighted"]
+
+
+def _tmc():
+    """``torchmetrics.classification``, imported when a metric is first built: importing torchmetrics takes
+    ~2.7 s of CPU (it imports torchvision and scipy.signal), which a process that trains or serves without
+    metrics (a torchrun rank, a lesson kernel) should not pay."""
+    import torchmetrics.classification as tmc
+
+    return tmc
 
 
 def _num_classes(outputs: torch.Tensor) -> int:
@@ -146,16 +154,16 @@ class Accuracy(_TorchMetric):
         if num_classes == 1:
             if self.topk != (1,):
                 raise ValueError(bad_argument("topk", self.topk, "(1,) for a binary (single logit) output"))
-            return [tmc.BinaryAccuracy(validate_args=False)]
+            return [_tmc().BinaryAccuracy(validate_args=False)]
         too_big = [k for k in self.topk if k > num_classes]
         if too_big:
             raise ValueError(bad_argument("topk", self.topk, f"values at most num_classes={num_classes}"))
-        return [tmc.MulticlassAccuracy(num_classes, top_k=k, average="micro", validate_args=False) for k in self.topk]
+        return [_tmc().MulticlassAccuracy(num_classes, top_k=k, average="micro", validate_args=False) for k in self.topk]
 
 
 class _Averaged(_TorchMetric):
-    _binary: type
-    _multiclass: type
+    _binary: str  # torchmetrics.classification class names
+    _multiclass: str
     _default_name: str
 
     def __init__(self, average: Average = "macro", name: str | None = None, num_classes: int | None = None):
@@ -169,8 +177,8 @@ class _Averaged(_TorchMetric):
 
     def _build(self, num_classes: int) -> list[Any]:
         if num_classes == 1:
-            return [self._binary(validate_args=False)]
-        return [self._multiclass(num_classes, average=self.average, validate_args=False)]
+            return [getattr(_tmc(), self._binary)(validate_args=False)]
+        return [getattr(_tmc(), self._multiclass)(num_classes, average=self.average, validate_args=False)]
 
 
 class Precision(_Averaged):
@@ -183,19 +191,19 @@ class Precision(_Averaged):
         0.5
     """
 
-    _binary, _multiclass, _default_name = tmc.BinaryPrecision, tmc.MulticlassPrecision, "precision"
+    _binary, _multiclass, _default_name = "BinaryPrecision", "MulticlassPrecision", "precision"
 
 
 class Recall(_Averaged):
     """Recall (``paddle.metric.Recall``); binary for one logit column, else averaged over classes."""
 
-    _binary, _multiclass, _default_name = tmc.BinaryRecall, tmc.MulticlassRecall, "recall"
+    _binary, _multiclass, _default_name = "BinaryRecall", "MulticlassRecall", "recall"
 
 
 class F1(_Averaged):
     """F1 score; binary for one logit column, else averaged over classes."""
 
-    _binary, _multiclass, _default_name = tmc.BinaryF1Score, tmc.MulticlassF1Score, "f1"
+    _binary, _multiclass, _default_name = "BinaryF1Score", "MulticlassF1Score", "f1"
 
 
 class ConfusionMatrix(_TorchMetric):
@@ -219,8 +227,8 @@ class ConfusionMatrix(_TorchMetric):
 
     def _build(self, num_classes: int) -> list[Any]:
         if num_classes == 1:
-            return [tmc.BinaryConfusionMatrix(normalize=self.normalize, validate_args=False)]
-        return [tmc.MulticlassConfusionMatrix(num_classes, normalize=self.normalize, validate_args=False)]
+            return [_tmc().BinaryConfusionMatrix(normalize=self.normalize, validate_args=False)]
+        return [_tmc().MulticlassConfusionMatrix(num_classes, normalize=self.normalize, validate_args=False)]
 
 
 class Auc(_TorchMetric):
@@ -256,7 +264,7 @@ class Auc(_TorchMetric):
         return [self._name or "auc"]
 
     def _build(self, num_classes: int) -> list[Any]:
-        kind = tmc.BinaryAUROC if self.curve == "ROC" else tmc.BinaryAveragePrecision
+        kind = _tmc().BinaryAUROC if self.curve == "ROC" else _tmc().BinaryAveragePrecision
         return [kind(thresholds=self.num_thresholds, validate_args=False)]
 
     def update(self, outputs: Any, labels: Any) -> None:

@@ -84,3 +84,27 @@ def test_reset_and_bad_arguments(scores):
         F1(average="mean")
     with pytest.raises(TypeError, match=r"Expected `metrics` to be a sampan.metric.Metric"):
         sampan.Model(torch.nn.Identity()).prepare(metrics="acc")
+
+
+def test_torchmetrics_is_imported_only_when_a_metric_is_built():
+    """Importing torchmetrics costs seconds (torchvision, scipy.signal): a fit without metrics, as a torchrun
+    rank or a serving process runs it, must not pay that."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch, sampan\n"
+        "net = torch.nn.Linear(4, 2)\n"
+        "model = sampan.Model(net)\n"
+        "model.prepare(torch.optim.SGD(net.parameters(), 0.1), torch.nn.CrossEntropyLoss())\n"
+        "data = torch.utils.data.TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,)))\n"
+        "model.fit(data, epochs=1, batch_size=4, verbose=0)\n"
+        "print('torchmetrics' in sys.modules)\n"
+        "acc = sampan.metric.Accuracy()\n"
+        "acc.update(torch.tensor([[2.0, 0.0], [0.0, 2.0]]), torch.tensor([0, 0]))\n"
+        "print('torchmetrics' in sys.modules, acc.accumulate())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "SAMPAN_TRACKING": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["False", "True [0.5]"]

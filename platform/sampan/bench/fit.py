@@ -152,12 +152,13 @@ def compiled_training(quick: bool = False) -> dict:
         steps = -(-len(data) // 32)
         med = {k: statistics.median(v) / steps for k, v in times.items()}
         static = models["to_static"].network.forward
-        kept = f"{static.train_choice.path}" if static.train_choice else "compiled"
+        choice = static.train_choice
+        kept = "compiled" if choice is None else f"{choice.path}" + (f" {choice.layout.replace('_', '-')}" if choice.layout else "")
         runs = ", ".join([kept, *static.training_passes])
         rows.append({"network": name, "eager ms/step": med["eager"] * 1e3, "to_static ms/step": med["to_static"] * 1e3,
                      "speed-up": med["eager"] / med["to_static"], "to_static runs": runs})
         results[name] = {"eager_s": med["eager"], "static_s": med["to_static"], "speedup": med["eager"] / med["to_static"],
-                         "path": kept, "passes": list(static.training_passes)}
+                         "path": kept, "passes": list(static.training_passes), "choice": str(choice)}
     print_table(f"fit: prepare() vs prepare(to_static=True), batch 32, median of {repeat} epochs, "
                 f"{torch.get_num_threads()} threads", rows,
                 ["network", "eager ms/step", "to_static ms/step", "speed-up", "to_static runs"])

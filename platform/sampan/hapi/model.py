@@ -143,13 +143,13 @@ class Model:
         self._optimizer = self._strategy.setup_optimizer(self._optimizer)
         if to_static:
             from sampan.jit import to_static as _to_static
-            from sampan.jit.training import channels_last, fuse_optimizer
+            from sampan.jit.training import fuse_optimizer
 
-            # Paddle's BuildStrategy for a static trainer: one fused optimizer kernel, the kernels' own layout
-            passes = [fuse_optimizer(self._optimizer),
-                      channels_last(self.network, self.device) if self._strategy.world_size == 1 else None]
+            # Paddle's BuildStrategy for a static trainer: one fused optimizer kernel (the layout is measured
+            # with the compiled and eager paths at the first training step)
+            fused = fuse_optimizer(self._optimizer)
             self._train_net = _to_static(self._train_net, input_spec=self.inputs)
-            self._train_net.forward.training_passes = [p for p in passes if p]
+            self._train_net.forward.training_passes = [fused] if fused else []
         self._eval_net = self._train_net
         for m in self._metrics:
             m.to(self.device)
@@ -532,6 +532,9 @@ class Model:
                 fuse_optimizer(self._optimizer)
             if payload.get("static_training"):
                 static.set_train_choice(payload["static_training"])
+            from sampan.jit.training import align_optimizer_state
+
+            align_optimizer_state(self._optimizer)  # the saved moments' layout may not be the weights' now
         self._precision.load_state_dict(payload.get("precision") or {})
         self.epoch = int(payload.get("epoch", 0))
         self.global_step = int(payload.get("global_step", 0))

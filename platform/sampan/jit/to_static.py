@@ -189,12 +189,9 @@ class StaticFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.status == "eager" or _analysis_mode_on():
             return self.original(*args, **kwargs)
-        if self._train_path == "eager" and self._training_call(args):  # measured, or restored from a checkpoint
-            return self.original(*args, **kwargs)
+        if (self._train_path is not None or self._probes_training(args)) and self._training_call(args):
+            return self._train(args, kwargs)
         if self.status == "compiled":
-            if self._train_path is not None or self._probes_training(args):
-                if self._training_call(args):
-                    return self._train(args, kwargs)
             key = self._choice_key(args)
             choice = self.choices.get(key) if key is not None else None
             if choice is not None and choice.path == "eager":
@@ -215,7 +212,7 @@ class StaticFunction:
         return module is None or module.training
 
     def _probes_training(self, args: tuple) -> bool:
-        """Whether a training call should first measure both paths: with ``pick_faster``, once, on one process
+        """Whether a training call should first measure the paths: with ``pick_faster``, once, on one process
         (in a distributed job the ranks could choose differently, and their replicas would drift apart)."""
         return (self.pick_faster and self.train_choice is None and self._module(args) is not None
                 and self._training_call(args)
@@ -224,26 +221,43 @@ class StaticFunction:
     def _train(self, args: tuple, kwargs: dict) -> Any:
         if self._train_path is None:
             self._choose_training(args, kwargs)
-        if self._train_path == "eager":
+        if self._train_path == "eager" or self.status == "eager":
             return self.original(*args, **kwargs)
+        if self.status == "pending":  # restored from a checkpoint before the first call
+            return self._first_call(args, kwargs)
         return self._run_compiled(args, kwargs)
 
     def _choose_training(self, args: tuple, kwargs: dict) -> None:
-        """Times a training step (forward, then backward from the outputs) on the compiled and on the eager
-        forward, interleaved after a warm-up, and keeps the faster for every later training call.
+        """Times a training step (forward, then backward from the outputs) on each candidate, interleaved after a
+        warm-up, and keeps the fastest for every later training call. Candidates: the compiled and the eager
+        forward and, for a layer with 2-d convolutions on the CPU, each in the default (NCHW) and in the
+        channels-last layout.
 
-        Compiled training is not always faster on the CPU: inductor's own max-pool-with-indices kernel ran
-        0.8 ms where ATen's channels-last one runs 27 us (digits CNN, torch 2.14), which outweighs what the
-        fused element-wise kernels save. The probe leaves no trace: the layer's buffers (batch-norm
-        statistics), its parameters' gradients and the random generators are put back after every run.
+        Neither is always faster on the CPU: inductor's own max-pool-with-indices kernel ran 0.8 ms where
+        ATen's channels-last one runs 27 us (digits CNN, torch 2.14), and channels-last made resnet18's eager
+        training step slower. This runs at the first training call, before an optimizer holds state shaped
+        like the weights (``sampan.jit.training.align_optimizer_state`` fixes one that does). The probe leaves
+        no trace: the layer's buffers (batch-norm statistics), the gradients and the random generators are put
+        back after every run.
         """
         from sampan.utils.timing import interleaved
 
         module = self._module(args)
         restore = _snapshot(module, [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)])
+        if self.status == "pending":  # compile (or fall back, saying why) before timing anything
+            try:
+                self._first_call(args, kwargs)
+            finally:
+                restore()
+            if self.status == "eager":
+                return
+        layouts = [None]
+        if any(isinstance(m, nn.Conv2d) for m in module.modules()) and next(module.parameters()).device.type == "cpu":
+            layouts = ["contiguous", "channels_last"]
 
-        def step(path: str) -> Callable[[], None]:
+        def step(path: str, layout: str | None) -> Callable[[], None]:
             def run() -> None:
+                _set_layout(module, layout)
                 self._train_path = path
                 try:
                     out = self.original(*args, **kwargs) if path == "eager" else self._run_compiled(args, kwargs)
@@ -252,23 +266,29 @@ class StaticFunction:
                     restore()
             return run
 
-        runs = {"compiled": step("compiled"), "eager": step("eager")}
+        runs = {(path, layout): step(path, layout) for path in ("compiled", "eager") for layout in layouts}
+        original_layout = _layout_of(module)
         try:
-            probe = interleaved(runs, repeat=1, warmup=1)  # the warm-up compiles the training graph
+            probe = interleaved(runs, repeat=1, warmup=1)  # the warm-up compiles each layout's graph
             repeat = int(min(15, max(3, 1.0 / max(sum(probe.values()), 1e-9))))
             times = interleaved(runs, repeat=repeat, warmup=0)
         finally:
             self._train_path = None
-        self.set_train_choice(PathChoice("eager" if times["eager"] < times["compiled"] else "compiled",
-                                         times["compiled"], times["eager"]))
+            _set_layout(module, original_layout)
+        path, layout = min(times, key=times.get)
+        self.set_train_choice(PathChoice(path, min(t for (p, _), t in times.items() if p == "compiled"),
+                                         min(t for (p, _), t in times.items() if p == "eager"), layout))
 
     def set_train_choice(self, choice: "PathChoice | dict | None") -> None:
-        """Sets the path of training calls (as a checkpoint restores it, so a resumed run takes the same path);
-        None measures again at the next training call."""
+        """Sets the path (and layout) of training calls, as a checkpoint restores it so that a resumed run takes
+        the same path; None measures again at the next training call. An optimizer that already holds state
+        needs ``sampan.jit.training.align_optimizer_state`` after a layout change (``Model.load`` calls it)."""
         if isinstance(choice, dict):
             choice = PathChoice(**choice)
         self.train_choice = choice
         self._train_path = choice.path if choice is not None else None
+        if choice is not None and choice.layout is not None and self.layer is not None:
+            _set_layout(self.layer, choice.layout)
 
     # -- the faster path per input shape -----------------------------------------------------------
     def _choice_key(self, args: tuple) -> tuple | None:
@@ -355,10 +375,31 @@ class PathChoice:
     path: Literal["compiled", "eager"]
     compiled_seconds: float
     eager_seconds: float
+    layout: str | None = None  # training of a CNN on the CPU: "contiguous" (NCHW) or "channels_last"
 
     def __str__(self) -> str:
-        return (f"{self.path} (compiled {self.compiled_seconds * 1e3:.3g} ms, eager {self.eager_seconds * 1e3:.3g} ms, "
-                f"speed-up {self.eager_seconds / self.compiled_seconds:.2f}x)")
+        layout = f", {self.layout.replace('_', '-')} layout" if self.layout else ""
+        return (f"{self.path}{layout} (compiled {self.compiled_seconds * 1e3:.3g} ms, eager "
+                f"{self.eager_seconds * 1e3:.3g} ms, speed-up {self.eager_seconds / self.compiled_seconds:.2f}x)")
+
+
+_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
+
+
+def _layout_of(module: nn.Module) -> str | None:
+    weights = [m.weight for m in module.modules() if isinstance(m, nn.Conv2d)]
+    if not weights:
+        return None
+    # a weight with one input channel and a 1x1 kernel is both at once: look for one that tells them apart
+    return "channels_last" if any(not w.is_contiguous() and w.is_contiguous(memory_format=torch.channels_last)
+                                  for w in weights) else "contiguous"
+
+
+def _set_layout(module: nn.Module, layout: str | None) -> None:
+    """Puts the layer's 4-d weights (and so its activations) in ``layout``, in place: the parameters stay the
+    same objects."""
+    if layout is not None and _layout_of(module) != layout:
+        module.to(memory_format=_FORMATS[layout])
 
 
 def _tensors(out: Any) -> list[torch.Tensor]:

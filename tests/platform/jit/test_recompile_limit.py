@@ -55,7 +55,8 @@ def test_past_the_limit_again_it_runs_eagerly_with_one_warning(monkeypatch):
     x = torch.randn(4, 8)
     with torch._dynamo.config.patch(recompile_limit=1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        nets = [to_static(Other(), backend="eager") for _ in range(3)]
+        # pick_faster=False: every call runs compiled (no measured choice sends a shape to eager first)
+        nets = [to_static(Other(), backend="eager", pick_faster=False) for _ in range(3)]
         for net in nets:  # one graph for training, one for inference: the second call of each is past the limit
             net.train()
             expected = net.fc(x) * 2

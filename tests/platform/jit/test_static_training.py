@@ -6,7 +6,8 @@ from torch import nn
 
 import sampan
 from sampan.callbacks import LRScheduler
-from sampan.jit.training import channels_last, fuse_optimizer
+from sampan.jit.to_static import _layout_of
+from sampan.jit.training import align_optimizer_state, fuse_optimizer
 
 
 @pytest.fixture(autouse=True)
@@ -70,12 +71,12 @@ def test_the_training_path_is_measured_kept_and_said(digits):
     choice = static.train_choice
     assert choice.compiled_seconds > 0 and choice.eager_seconds > 0
     assert choice.path == ("eager" if choice.eager_seconds < choice.compiled_seconds else "compiled")
-    assert static.training_passes == ["fused Adam", "channels-last activations"]
+    assert choice.layout in ("contiguous", "channels_last") and _layout_of(model.network) == choice.layout
+    assert static.training_passes == ["fused Adam"]
     assert model._optimizer.param_groups[0]["fused"] is True
-    assert model.network[0].weight.is_contiguous(memory_format=torch.channels_last)
     text = str(sampan.jit.explain(model.network, torch.randn(2, 1, 8, 8)))
-    assert f"training: {choice.path} (compiled " in text
-    assert "to_static training also uses: fused Adam, channels-last activations" in text
+    assert f"training: {choice.path}, {choice.layout.replace('_', '-')} layout (compiled " in text
+    assert "to_static training also uses: fused Adam" in text
 
 
 def test_the_probe_leaves_batch_norm_gradients_and_the_generator_as_they_were():
@@ -114,13 +115,14 @@ def test_the_probe_leaves_an_inputs_gradient_alone():
     assert x.grad is not None
 
 
-@pytest.mark.parametrize("path", ["compiled", "eager"])
-def test_resume_under_to_static_gives_bitwise_the_weights_of_a_straight_run(digits, tmp_path, path):
+@pytest.mark.parametrize("path,layout", [("compiled", "channels_last"), ("eager", "contiguous"),
+                                         ("eager", "channels_last")])
+def test_resume_under_to_static_gives_bitwise_the_weights_of_a_straight_run(digits, tmp_path, path, layout):
     def build(seed=0):
         model, sched = _model(True, seed=seed, lr=1e-2)
         return model, sched
 
-    chosen = {"path": path, "compiled_seconds": 1.0, "eager_seconds": 1.0}  # as if measured so
+    chosen = {"path": path, "compiled_seconds": 1.0, "eager_seconds": 1.0, "layout": layout}  # as if measured so
     sampan.seed_everything(0)
     straight, sched = build()
     straight.network.forward.set_train_choice(chosen)
@@ -136,6 +138,7 @@ def test_resume_under_to_static_gives_bitwise_the_weights_of_a_straight_run(digi
     resumed.fit(digits, epochs=3, batch_size=32, verbose=0, save_dir=tmp_path, resume="auto",
                 callbacks=[LRScheduler(sched)])
     assert resumed.network.forward.train_choice.path == path  # taken from the checkpoint, not measured again
+    assert _layout_of(resumed.network) == layout
     assert resumed._optimizer.param_groups[0]["fused"] is True
     for (name, a), b in zip(straight.network.state_dict().items(), resumed.network.state_dict().values()):
         assert torch.equal(a, b), name
@@ -152,4 +155,24 @@ def test_fuse_optimizer_keeps_the_object_and_refuses_what_has_no_fused_kernel():
     assert opt.param_groups[0]["lr"] == 0.05  # the scheduler still drives the same optimizer
     assert fuse_optimizer(torch.optim.RMSprop(net.parameters())) is None
     assert fuse_optimizer(None) is None
-    assert channels_last(nn.Linear(4, 2), torch.device("cpu")) is None  # no convolution: nothing to change
+
+
+def test_optimizer_state_follows_the_weights_layout_or_fused_adam_goes_wrong():
+    def train(layout_change, align):
+        torch.manual_seed(0)
+        conv = nn.Conv2d(3, 8, 3)
+        opt = torch.optim.Adam(conv.parameters(), 0.1, fused=True)
+        x = torch.randn(2, 3, 8, 8)
+        for i in range(3):
+            opt.zero_grad()
+            conv(x).square().sum().backward()
+            opt.step()
+            if i == 0 and layout_change:
+                conv.to(memory_format=torch.channels_last)
+                if align:
+                    assert align_optimizer_state(opt) == 2  # the two moments of the weight
+        return conv.weight.detach()
+
+    reference = train(False, False)
+    torch.testing.assert_close(train(True, True), reference)
+    assert not torch.allclose(train(True, False), reference, atol=1e-3)  # what align prevents: silently wrong

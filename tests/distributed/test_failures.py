@@ -144,3 +144,20 @@ def test_only_a_collective_timeout_is_taken_for_a_stall():
     with pytest.raises(RuntimeError, match="DataLoader timed out"):  # passes through unchanged
         with watch(2):
             raise RuntimeError("DataLoader timed out after 5 seconds")
+
+
+def _rank_one_aborts_at_exit():
+    import os
+
+    rank = int(os.environ["RANK"])
+    if rank == 1:  # what gloo's teardown sometimes does: abort the process after its work is done
+        threading.Timer(0.5, os.abort).start()
+        return "one"
+    time.sleep(4)  # rank 0 is slower: it must not be stopped while it finishes
+    return "zero"
+
+
+def test_a_rank_that_crashes_after_its_result_does_not_stop_the_others():
+    with pytest.warns(RuntimeWarning, match=r"Rank 1 crashed while exiting \(code -6\) after finishing its work"):
+        results = sd.spawn(_rank_one_aborts_at_exit, nprocs=2, threads=1)
+    assert results == ["zero", "one"]

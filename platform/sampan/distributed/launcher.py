@@ -124,23 +124,47 @@ def _run(fn: Callable, args: Sequence, nprocs: int | None, *, threads: int | Non
     payload = _pickle_job(fn, args)
     threads = threads or max(1, (os.cpu_count() or 1) // nprocs)
     with tempfile.TemporaryDirectory(prefix="sampan-spawn-") as result_dir:
-        try:
-            torch.multiprocessing.start_processes(
-                _worker, args=(payload, nprocs, free_port(), threads, result_dir, timeout), nprocs=nprocs,
-                join=True, start_method=start_method)
-        except torch.multiprocessing.ProcessRaisedException as exc:
-            raise _first_failure(result_dir, nprocs, exc.error_index, str(exc)) from None
-        except torch.multiprocessing.ProcessExitedException as exc:
-            if all(Path(result_dir, f"{r}.pkl").is_file() for r in range(nprocs)):
-                # every rank finished its work; a native crash while tearing down (gloo threads at exit)
-                # loses nothing, so report it and return the results
-                warnings.warn(f"Rank {exc.error_index} crashed while exiting (code {exc.exit_code}) after "
-                              f"finishing its work; the results are complete.", RuntimeWarning, stacklevel=3)
-                return [_load_result(Path(result_dir, f"{r}.pkl")) for r in range(nprocs)]
-            raise _first_failure(result_dir, nprocs, exc.error_index,
-                                 f"exited with code {exc.exit_code} (signal {exc.signal_name}) without a Python "
-                                 f"traceback. HINT: a crash in native code or running out of memory.") from None
+        context = torch.multiprocessing.start_processes(
+            _worker, args=(payload, nprocs, free_port(), threads, result_dir, timeout), nprocs=nprocs,
+            join=False, start_method=start_method)
+        _join(context.processes, result_dir)
         return [_load_result(Path(result_dir, f"{r}.pkl")) for r in range(nprocs)]
+
+
+def _join(processes: list, result_dir: str) -> None:
+    """Waits for every rank. A rank that dies after writing its result (gloo's teardown can abort a process at
+    exit, "terminate called without an active exception") does not stop the others, which may still be writing
+    theirs: it is reported with a warning. A rank that dies before (an exception in ``fn``, a native crash) stops
+    the others, and the first failure is raised with its traceback."""
+    import multiprocessing.connection
+    import signal
+
+    warned: set[int] = set()
+    while True:
+        for rank, process in enumerate(processes):
+            code = process.exitcode
+            if code in (None, 0):
+                continue
+            if Path(result_dir, f"{rank}.pkl").is_file():
+                if rank not in warned:
+                    warned.add(rank)
+                    warnings.warn(f"Rank {rank} crashed while exiting (code {code}) after finishing its work; its "
+                                  f"result is complete.", RuntimeWarning, stacklevel=4)
+                continue
+            for other in processes:
+                if other.is_alive():
+                    other.terminate()
+            for other in processes:
+                other.join()
+            how = (f"exited with code {code} (signal {signal.Signals(-code).name})" if code < 0
+                   else f"exited with code {code}")
+            raise _first_failure(result_dir, len(processes), rank,
+                                 f"{how} without a Python traceback. HINT: a crash in native code or running out "
+                                 f"of memory.")
+        alive = [p for p in processes if p.exitcode is None]
+        if not alive:
+            return
+        multiprocessing.connection.wait([p.sentinel for p in alive], timeout=1.0)
 
 
 def _first_failure(result_dir: str, nprocs: int, seen_rank: int, seen_text: str) -> DistributedError:

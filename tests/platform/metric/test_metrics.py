@@ -100,11 +100,14 @@ def test_torchmetrics_is_imported_only_when_a_metric_is_built():
         "data = torch.utils.data.TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,)))\n"
         "model.fit(data, epochs=1, batch_size=4, verbose=0)\n"
         "print('torchmetrics' in sys.modules)\n"
-        "acc = sampan.metric.Accuracy()\n"
+        "acc = sampan.metric.Accuracy()\n"  # counted by sampan itself
         "acc.update(torch.tensor([[2.0, 0.0], [0.0, 2.0]]), torch.tensor([0, 0]))\n"
         "print('torchmetrics' in sys.modules, acc.accumulate())\n"
+        "f1 = sampan.metric.F1()\n"
+        "f1.update(torch.tensor([[2.0, 0.0], [0.0, 2.0]]), torch.tensor([0, 0]))\n"
+        "print('torchmetrics' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**__import__("os").environ, "SAMPAN_TRACKING": "0"})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:2] == ["False", "True [0.5]"]
+    assert out.stdout.split("\n")[:3] == ["False", "False [0.5]", "True"]

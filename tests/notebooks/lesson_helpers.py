@@ -4,15 +4,16 @@ A module of its own, not ``conftest``: conftest module names collide across test
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
+from contextlib import nullcontext
 from pathlib import Path
 
 import nbformat
 import papermill
 from jupyter_client.kernelspec import find_kernel_specs
 
+from sampan.utils.io import file_lock
 from sampan.utils.record import collect_records
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,8 +79,8 @@ def lesson_run(lesson: str | Path, *, solution: bool = True, lang: str | None = 
     home.mkdir(parents=True, exist_ok=True)
     # one run of a lesson at a time across workers; lessons that launch process groups (gloo, several ranks) also
     # one at a time among themselves: two at once on 2 cores starve each other's collectives into aborts
-    launches = any("notebook_launcher" in "".join(c.get("source", "")) for c in nb.get("cells", []))
-    with _file_lock(home / ".lock"), _file_lock(_shared_root() / ".process-groups.lock" if launches else None):
+    groups = file_lock(_shared_root() / ".process-groups.lock") if launches_process_groups(nb) else nullcontext()
+    with file_lock(home / ".lock"), groups:
         done = workdir / "records.json"
         output = workdir / f"{source.stem}.out.ipynb"
         if done.is_file():
@@ -96,20 +97,9 @@ def lesson_run(lesson: str | Path, *, solution: bool = True, lang: str | None = 
     return _RUNS[key]
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path | None):
-    """An exclusive ``fcntl`` lock on ``path`` for the block, shared by every process; nothing when None."""
-    import fcntl
-
-    if path is None:
-        yield
-        return
-    with open(path, "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+def launches_process_groups(nb: dict) -> bool:
+    """Whether a lesson (its notebook JSON) starts process groups with ``notebook_launcher``."""
+    return any("notebook_launcher" in "".join(c.get("source", "")) for c in nb.get("cells", []))
 
 
 def _execute(notebook: Path, workdir: Path, *, data: Path, lang: str, parameters: dict) -> tuple[dict, Path]:

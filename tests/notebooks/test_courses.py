@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 
-from lesson_helpers import assert_exercises_follow_the_convention, assert_follows_conventions, lesson_run  # noqa: E402
+from lesson_helpers import (assert_exercises_follow_the_convention, assert_follows_conventions,  # noqa: E402
+                            launches_process_groups, lesson_run)
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -263,13 +264,21 @@ _COST = {"sentiment_reviews_zh": 67, "distributed_training": 50, "transformer_zh
          "profiling_and_memory": 14, "experiments": 13, "custom_cpp_operator": 12, "from_paddle": 12,
          "first_model": 12, "training_craft": 11, "distillation": 11, "environment_check": 10, "gan_digits": 9,
          "mixed_precision": 8, "datasets_and_transforms": 7, "tensors_and_autograd": 4}
-_TOGETHER = ("distributed_training", "large_models")  # notebook_launcher
 PARTS = 4  # test_courses.py and test_courses_part1..3.py
+
+
+@functools.cache
+def _together() -> tuple[str, ...]:
+    """The lessons that launch process groups (lesson_helpers.lesson_run runs them one at a time)."""
+    import json
+
+    return tuple(i for i, rel in _path_lessons().items()
+                 if launches_process_groups(json.loads((NOTEBOOKS / f"{rel}.ipynb").read_text(encoding="utf-8"))))
 
 
 def lesson_part(part: int) -> list[str]:
     """The lesson ids of one part: the costliest first, each to the part with the least work so far."""
-    units = [[i] for i in _path_lessons() if i not in _TOGETHER] + [[i for i in _TOGETHER if i in _path_lessons()]]
+    units = [[i] for i in _path_lessons() if i not in _together()] + [list(_together())]
     loads, owner = [0.0] * PARTS, {}
     for unit in sorted((u for u in units if u), key=lambda u: (-sum(_COST.get(i, 10) for i in u), u)):
         k = loads.index(min(loads))
@@ -313,19 +322,26 @@ def test_the_parts_deal_out_every_lesson_once():
     dealt = [i for part in range(PARTS) for i in lesson_part(part)]
     assert sorted(dealt) == sorted(_path_lessons()) and len(set(dealt)) == len(dealt)
     # the lessons that launch process groups share one part: in two, one worker would wait on the other's lock
-    assert len({part for part in range(PARTS) for i in _TOGETHER if i in lesson_part(part)}) == 1
+    assert {"distributed_training", "large_models"} <= set(_together())
+    assert len({part for part in range(PARTS) for i in _together() if i in lesson_part(part)}) == 1
 
 
-@pytest.mark.notebook
-@pytest.mark.parametrize("lesson_id", lesson_part(0))
-def test_lesson_runs_and_meets_its_ranges(lesson_id):
-    check_lesson_ranges(lesson_id)
+def part_tests(part: int) -> tuple:
+    """The two tests of one part's lessons, for this file (part 0) and test_courses_part1..3.py."""
+    @pytest.mark.notebook
+    @pytest.mark.parametrize("lesson_id", lesson_part(part))
+    def test_lesson_runs_and_meets_its_ranges(lesson_id):
+        check_lesson_ranges(lesson_id)
+
+    @pytest.mark.notebook
+    @pytest.mark.parametrize("lesson_id", lesson_part(part))
+    def test_the_untouched_starter_code_passes_no_exercise(lesson_id):
+        check_starter_code(lesson_id)
+
+    return test_lesson_runs_and_meets_its_ranges, test_the_untouched_starter_code_passes_no_exercise
 
 
-@pytest.mark.notebook
-@pytest.mark.parametrize("lesson_id", lesson_part(0))
-def test_the_untouched_starter_code_passes_no_exercise(lesson_id):
-    check_starter_code(lesson_id)
+test_lesson_runs_and_meets_its_ranges, test_the_untouched_starter_code_passes_no_exercise = part_tests(0)
 
 
 @pytest.mark.notebook

@@ -116,9 +116,8 @@ def compiled_training(quick: bool = False) -> dict:
     32 x 32 (256 images), batch 32. Which path ``to_static`` kept, and what else it changed, is its
     ``explain`` (column "to_static runs").
     """
-    import random
-
     import sampan
+    from sampan.bench._timing import interleaved
     from sampan.data import load_dataset
 
     digits = load_dataset("digits", "train")
@@ -138,22 +137,13 @@ def compiled_training(quick: bool = False) -> dict:
             model.prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss(), to_static=static)
             models["to_static" if static else "eager"] = model
         fits = {k: (lambda m=m: m.fit(data, epochs=1, batch_size=32, verbose=0)) for k, m in models.items()}
-        with contextlib.redirect_stderr(io.StringIO()):
-            for fit in fits.values():
-                fit()  # warm-up: compiles, and to_static measures its training path
-            times: dict[str, list[float]] = {k: [] for k in fits}
-            order = list(fits.items())
-            for _ in range(repeat):
-                random.Random(len(times["eager"])).shuffle(order)
-                for key, fit in order:
-                    start = time.perf_counter()
-                    fit()
-                    times[key].append(time.perf_counter() - start)
+        with contextlib.redirect_stderr(io.StringIO()):  # the warm-up fit compiles; to_static measures its path
+            times = interleaved(fits, repeat=repeat, warmup=1)
         steps = -(-len(data) // 32)
-        med = {k: statistics.median(v) / steps for k, v in times.items()}
+        med = {k: v / steps for k, v in times.items()}
         static = models["to_static"].network.forward
         choice = static.train_choice
-        kept = "compiled" if choice is None else f"{choice.path}" + (f" {choice.layout.replace('_', '-')}" if choice.layout else "")
+        kept = "compiled" if choice is None else " ".join(filter(None, [choice.path, choice.layout]))
         runs = ", ".join([kept, *static.training_passes])
         rows.append({"network": name, "eager ms/step": med["eager"] * 1e3, "to_static ms/step": med["to_static"] * 1e3,
                      "speed-up": med["eager"] / med["to_static"], "to_static runs": runs})

@@ -6,13 +6,13 @@
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from pathlib import Path
 from typing import Any
 
 from sampan.errors import SampanError
+from sampan.utils.io import file_lock
 
 TRACKING_ENV = "SAMPAN_TRACKING_URI"
 EXPERIMENT_ENV = "SAMPAN_EXPERIMENT"
@@ -94,7 +94,7 @@ def _client(uri: str):
     db = sqlite_path(uri)
     if db is None:
         return MlflowClient(tracking_uri=uri)
-    with _file_lock(db.with_name(f".{db.name}.lock")):  # two processes creating one SQLite store race otherwise
+    with file_lock(db.with_name(f".{db.name}.lock")):  # two processes creating one SQLite store race otherwise
         if not db.exists():
             _create(db)
         client = MlflowClient(tracking_uri=uri)
@@ -112,18 +112,6 @@ def _create(db: Path) -> None:
     fresh = db.with_name(f".{db.name}.{os.getpid()}-{os.urandom(4).hex()}.new")  # new each try: MLflow caches stores
     MlflowClient(tracking_uri=f"sqlite:///{fresh.as_posix()}").search_experiments(max_results=1)
     os.replace(fresh, db)
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path):
-    import fcntl
-
-    with open(path, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def client(uri: str | None = None):

@@ -20,7 +20,6 @@ from sampan.distributed.base import Strategy
 from sampan.errors import bad_argument
 from sampan.hapi.batches import check_labels_for_loss, check_specs, explain_failure, split_batch, to_device
 from sampan.hapi.metrics import MetricSet
-from sampan.jit.training import align_optimizer_state
 from sampan.profiler.phases import NO_CLOCK, PhaseClock
 from sampan.spec import InputSpec
 
@@ -145,8 +144,6 @@ def train_step(state: LoopState, inputs: list, labels: list, *, step: int, sync:
     if loss is None:
         raise ValueError("Training needs labels and a loss; this batch has no labels. HINT: make the Dataset "
                          "return (inputs..., labels...) or give Model(labels=[InputSpec(...)]).")
-    if step == 0:  # to_static may have measured and changed the weights' memory layout in this first forward
-        align_optimizer_state(state.optimizer)
     clock.cut("backward")
     accum = state.accumulate_steps
     precision.backward(loss / accum if accum > 1 else loss)

@@ -143,13 +143,14 @@ class Model:
         self._optimizer = self._strategy.setup_optimizer(self._optimizer)
         if to_static:
             from sampan.jit import to_static as _to_static
-            from sampan.jit.training import fuse_optimizer
+            from sampan.jit.training import align_optimizer_state, fuse_optimizer
 
             # Paddle's BuildStrategy for a static trainer: one fused optimizer kernel (the layout is measured
-            # with the compiled and eager paths at the first training step)
+            # with the compiled and eager paths at the first training step; the optimizer's state follows it)
             fused = fuse_optimizer(self._optimizer)
             self._train_net = _to_static(self._train_net, input_spec=self.inputs)
             self._train_net.forward.training_passes = [fused] if fused else []
+            self._train_net.forward.on_layout_change = lambda: align_optimizer_state(self._optimizer)
         self._eval_net = self._train_net
         for m in self._metrics:
             m.to(self.device)
@@ -526,14 +527,12 @@ class Model:
                                   f"HINT: pass reset_optimizer=True to keep the current optimizer state.") from exc
         static = getattr(self._train_net, "_sampan_static", None)
         if static is not None:
-            if load_optimizer:  # the checkpoint's settings came with its state: fused again, as prepare() set it
-                from sampan.jit.training import fuse_optimizer
+            from sampan.jit.training import align_optimizer_state, fuse_optimizer
 
+            if load_optimizer:  # the checkpoint's settings came with its state: fused again, as prepare() set it
                 fuse_optimizer(self._optimizer)
             if payload.get("static_training"):
                 static.set_train_choice(payload["static_training"])
-            from sampan.jit.training import align_optimizer_state
-
             align_optimizer_state(self._optimizer)  # the saved moments' layout may not be the weights' now
         self._precision.load_state_dict(payload.get("precision") or {})
         self.epoch = int(payload.get("epoch", 0))

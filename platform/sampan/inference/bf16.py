@@ -25,10 +25,10 @@ from typing import Callable
 import numpy as np
 import torch
 
+from sampan.jit.to_static import FrozenBackend
 from sampan.spec import InputSpec
 
 NAME = "inductor-bf16"
-DEFAULT_MAX_REL_ERROR = 2e-2
 
 
 def refusal(config, exported: dict) -> str | None:
@@ -48,16 +48,6 @@ def refusal(config, exported: dict) -> str | None:
     return None
 
 
-class _FrozenInductor:
-    """Inductor under an identity of its own, so Dynamo keeps this candidate's graphs apart."""
-
-    def __init__(self):
-        self.inductor = torch._dynamo.lookup_backend("inductor")
-
-    def __call__(self, graph_module, example_inputs):
-        return self.inductor(graph_module, example_inputs)
-
-
 def compile_bf16(module: torch.nn.Module, specs: list[InputSpec]) -> Callable:
     """``module`` compiled with freezing under bf16 autocast; dynamic dims follow ``specs``."""
 
@@ -67,7 +57,7 @@ def compile_bf16(module: torch.nn.Module, specs: list[InputSpec]) -> Callable:
         outs = out if isinstance(out, (list, tuple)) else [out]
         return [o.float() if o.dtype == torch.bfloat16 else o for o in outs]
 
-    compiled = torch.compile(forward, backend=_FrozenInductor(), fullgraph=True)
+    compiled = torch.compile(forward, backend=FrozenBackend("inductor"), fullgraph=True)  # graphs of its own
     dynamic = [list(s.dynamic_dims) for s in specs]
 
     def run(*args):

@@ -70,6 +70,7 @@ class StaticFunction:
         self.train_choice: PathChoice | None = None
         self.training_passes: list[str] = []  # set by Model.prepare(to_static=True): fused optimizer, layout
         self._train_path: str | None = None  # the path training calls take: set by the probe or a checkpoint
+        self.on_layout_change: Callable[[], object] | None = None  # Model.prepare: align the optimizer's state
         self._sampan_static = self
         self._compiled: dict[bool, Callable] = {}
         self._frozen_fingerprint: tuple | None = None
@@ -101,7 +102,7 @@ class StaticFunction:
         if frozen not in self._compiled:
             # Dynamo keeps its cache per backend object: a fresh one per frozen generation means an
             # unfrozen call or a refreeze never reuses a graph holding the old weights as constants.
-            backend = _FrozenBackend(self.backend) if frozen else self.backend
+            backend = FrozenBackend(self.backend) if frozen else self.backend
             # random ops (dropout) draw from torch's generator as in eager, not from inductor's own: training
             # compiled follows the eager loss curve, and switching paths changes no dropout mask
             options = {"fallback_random": True} if self.backend == "inductor" and not frozen else None
@@ -189,7 +190,7 @@ class StaticFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.status == "eager" or _analysis_mode_on():
             return self.original(*args, **kwargs)
-        if (self._train_path is not None or self._probes_training(args)) and self._training_call(args):
+        if self._training_call(args) and (self._train_path is not None or self._probes_training(args)):
             return self._train(args, kwargs)
         if self.status == "compiled":
             key = self._choice_key(args)
@@ -215,7 +216,6 @@ class StaticFunction:
         """Whether a training call should first measure the paths: with ``pick_faster``, once, on one process
         (in a distributed job the ranks could choose differently, and their replicas would drift apart)."""
         return (self.pick_faster and self.train_choice is None and self._module(args) is not None
-                and self._training_call(args)
                 and not (torch.distributed.is_available() and torch.distributed.is_initialized()))
 
     def _train(self, args: tuple, kwargs: dict) -> Any:
@@ -236,11 +236,11 @@ class StaticFunction:
         Neither is always faster on the CPU: inductor's own max-pool-with-indices kernel ran 0.8 ms where
         ATen's channels-last one runs 27 us (digits CNN, torch 2.14), and channels-last made resnet18's eager
         training step slower. This runs at the first training call, before an optimizer holds state shaped
-        like the weights (``sampan.jit.training.align_optimizer_state`` fixes one that does). The probe leaves
+        like the weights (``on_layout_change`` lets ``Model`` align one that does). The probe leaves
         no trace: the layer's buffers (batch-norm statistics), the gradients and the random generators are put
         back after every run.
         """
-        from sampan.utils.timing import interleaved
+        from sampan.utils.timing import interleaved_for
 
         module = self._module(args)
         restore = _snapshot(module, [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)])
@@ -269,9 +269,7 @@ class StaticFunction:
         runs = {(path, layout): step(path, layout) for path in ("compiled", "eager") for layout in layouts}
         original_layout = _layout_of(module)
         try:
-            probe = interleaved(runs, repeat=1, warmup=1)  # the warm-up compiles each layout's graph
-            repeat = int(min(15, max(3, 1.0 / max(sum(probe.values()), 1e-9))))
-            times = interleaved(runs, repeat=repeat, warmup=0)
+            times = interleaved_for(runs, 1.0, rounds=(3, 15))  # the warm-up compiles each layout's graph
         finally:
             self._train_path = None
             _set_layout(module, original_layout)
@@ -281,14 +279,15 @@ class StaticFunction:
 
     def set_train_choice(self, choice: "PathChoice | dict | None") -> None:
         """Sets the path (and layout) of training calls, as a checkpoint restores it so that a resumed run takes
-        the same path; None measures again at the next training call. An optimizer that already holds state
-        needs ``sampan.jit.training.align_optimizer_state`` after a layout change (``Model.load`` calls it)."""
+        the same path; None measures again at the next training call. A change of the weights' layout calls
+        ``on_layout_change`` (``Model`` keeps a fused optimizer's state in the weights' layout with it)."""
         if isinstance(choice, dict):
             choice = PathChoice(**choice)
         self.train_choice = choice
         self._train_path = choice.path if choice is not None else None
-        if choice is not None and choice.layout is not None and self.layer is not None:
-            _set_layout(self.layer, choice.layout)
+        if choice is not None and self.layer is not None and _set_layout(self.layer, choice.layout) \
+                and self.on_layout_change is not None:
+            self.on_layout_change()
 
     # -- the faster path per input shape -----------------------------------------------------------
     def _choice_key(self, args: tuple) -> tuple | None:
@@ -306,12 +305,10 @@ class StaticFunction:
         Compiled code is not always faster: for a small model at batch 1, the compiled call's fixed
         overhead (guards, wrappers) can exceed the work it saves. About half a second per shape.
         """
-        from sampan.utils.timing import interleaved
+        from sampan.utils.timing import interleaved_for
 
         runs = {"compiled": lambda: self._run_compiled(args, kwargs), "eager": lambda: self.original(*args, **kwargs)}
-        probe = interleaved(runs, repeat=1, warmup=1)
-        repeat = int(min(25, max(5, 0.5 / max(sum(probe.values()), 1e-9))))
-        times = interleaved(runs, repeat=repeat, warmup=0)
+        times = interleaved_for(runs, 0.5, rounds=(5, 25))
         path = "eager" if times["eager"] < times["compiled"] else "compiled"
         self.choices[key] = PathChoice(path, times["compiled"], times["eager"])
 
@@ -395,11 +392,13 @@ def _layout_of(module: nn.Module) -> str | None:
                                   for w in weights) else "contiguous"
 
 
-def _set_layout(module: nn.Module, layout: str | None) -> None:
+def _set_layout(module: nn.Module, layout: str | None) -> bool:
     """Puts the layer's 4-d weights (and so its activations) in ``layout``, in place: the parameters stay the
-    same objects."""
-    if layout is not None and _layout_of(module) != layout:
-        module.to(memory_format=_FORMATS[layout])
+    same objects. Returns whether anything changed."""
+    if layout is None or _layout_of(module) == layout:
+        return False
+    module.to(memory_format=_FORMATS[layout])
+    return True
 
 
 def _tensors(out: Any) -> list[torch.Tensor]:
@@ -438,7 +437,7 @@ def _snapshot(module: nn.Module, inputs: list[torch.Tensor]) -> Callable[[], Non
     return restore
 
 
-class _FrozenBackend:
+class FrozenBackend:
     """``backend`` under a new identity: Dynamo keeps compiled graphs per backend object, so each frozen
     generation (and the unfrozen graph) gets a cache of its own. Freezing itself is switched on around
     the call, in ``StaticFunction._run_compiled``."""

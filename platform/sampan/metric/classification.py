@@ -30,6 +30,11 @@ def _tmc():
     return tmc
 
 
+def _check_num_classes(num_classes: Any) -> None:
+    if num_classes is not None and (not isinstance(num_classes, int) or num_classes < 1):
+        raise ValueError(bad_argument("num_classes", num_classes, "a positive int or None (read from the logits)"))
+
+
 def _num_classes(outputs: torch.Tensor) -> int:
     return 1 if outputs.ndim == 1 or outputs.shape[-1] == 1 else int(outputs.shape[-1])
 
@@ -80,8 +85,7 @@ class _TorchMetric(Metric):
     """Builds one torchmetrics object per reported value on the first ``update``."""
 
     def __init__(self, name: str | None, num_classes: int | None):
-        if num_classes is not None and (not isinstance(num_classes, int) or num_classes < 1):
-            raise ValueError(bad_argument("num_classes", num_classes, "a positive int or None (read from the logits)"))
+        _check_num_classes(num_classes)
         self._name = name
         self.num_classes = num_classes
         self._metrics: list[Any] | None = None
@@ -149,8 +153,7 @@ class Accuracy(Metric):
         ks = (topk,) if isinstance(topk, int) else tuple(topk)
         if not ks or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in ks):
             raise ValueError(bad_argument("topk", topk, "a positive int or a tuple of them", "write topk=(1, 5)"))
-        if num_classes is not None and (not isinstance(num_classes, int) or num_classes < 1):
-            raise ValueError(bad_argument("num_classes", num_classes, "a positive int or None (read from the logits)"))
+        _check_num_classes(num_classes)
         self.topk, self._name, self.num_classes = ks, name, num_classes
         self._counts: torch.Tensor | None = None  # hits per k, then rows seen
 

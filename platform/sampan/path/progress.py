@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-from sampan.utils.io import atomic_write_json, data_home, read_json_dict, writing_data_home
+from sampan.utils.io import atomic_write_json, data_home, file_lock, read_json_dict, writing_data_home
 
 # set by the runner in a lesson's kernel: the runner, not the lesson, decides whether it passed
 RUNNER_ENV = "SAMPAN_PATH_RUNNER"
@@ -32,17 +32,8 @@ def progress_file() -> Path:
 def _locked() -> Iterator[None]:
     path = progress_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a+") as fh:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: atomic replace alone
-            yield
-            return
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with file_lock(path.with_suffix(".lock")):
+        yield
 
 
 def load_progress() -> dict[str, dict[str, Any]]:

@@ -53,11 +53,16 @@ def _drop_unused_initializers(graph) -> None:
         graph.initializer.remove(init)
 
 
-def dequantized(values: np.ndarray, scales: np.ndarray, axis: int | None) -> np.ndarray:
+def _scales_for(values: np.ndarray, scales: np.ndarray, axis: int | None) -> np.ndarray:
+    """float32 ``scales`` shaped to broadcast over ``values`` along ``axis`` (a scalar for one scale)."""
     shape = [1] * values.ndim
     if axis is not None:
         shape[axis] = scales.size
-    return values.astype(np.float32) * scales.astype(np.float32).reshape(shape if axis is not None else ())
+    return scales.astype(np.float32).reshape(shape if axis is not None else ())
+
+
+def dequantized(values: np.ndarray, scales: np.ndarray, axis: int | None) -> np.ndarray:
+    return values.astype(np.float32) * _scales_for(values, scales, axis)
 
 
 def float_graph_of_qdq(qdq):
@@ -144,12 +149,8 @@ def weight_only(float_model, weights: dict[str, Weight]):
     for name, (values, scales, axis) in weights.items():
         if name not in present:
             continue
-        shape = [1] * values.ndim
-        if axis is not None:
-            shape[axis] = scales.size
         graph.initializer.append(onnx.numpy_helper.from_array(values, f"{name}__int8"))
-        graph.initializer.append(onnx.numpy_helper.from_array(
-            scales.astype(np.float32).reshape(shape if axis is not None else ()), f"{name}__scale"))
+        graph.initializer.append(onnx.numpy_helper.from_array(_scales_for(values, scales, axis), f"{name}__scale"))
         nodes += [onnx.helper.make_node("Cast", [f"{name}__int8"], [f"{name}__float"], to=onnx.TensorProto.FLOAT,
                                         name=f"{name}__cast"),
                   onnx.helper.make_node("Mul", [f"{name}__float", f"{name}__scale"], [name], name=f"{name}__mul")]

@@ -28,7 +28,6 @@ import logging
 import math
 import os
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
@@ -146,18 +145,14 @@ def _batches(specs) -> tuple[int, ...]:
 def _time(fp32, candidates: list[_Candidate], specs) -> dict[int, float]:
     """Interleaved medians (one thread) of the float graph and each candidate at every batch size."""
     from sampan.spec import example_inputs
-    from sampan.utils.timing import interleaved
+    from sampan.utils.timing import interleaved_for
 
     fp32_times = {}
     for batch in _batches(specs):
         feed = {s.name: t.numpy() for s, t in zip(specs, example_inputs(specs, batch=batch, seed=4))}
         runs = {"fp32": lambda: fp32.run(None, feed)}
         runs.update({c.name: (lambda s=c.session: s.run(None, feed)) for c in candidates})
-        start = time.perf_counter()
-        for run in runs.values():
-            run()
-        once = time.perf_counter() - start  # ~0.25 s of timing per batch size, 5 to 60 rounds
-        times = interleaved(runs, repeat=max(5, min(60, int(0.25 / max(once, 1e-6)))), warmup=2)
+        times = interleaved_for(runs, 0.25, rounds=(5, 60), warmup=2)  # ~0.25 s of timing per batch size
         fp32_times[batch] = times["fp32"]
         for c in candidates:
             c.latency[batch] = times[c.name]
@@ -245,8 +240,9 @@ def _candidates(model: nn.Module, file: Path, is_pt2e: bool, wanted: list[str], 
             if graph is not None:
                 built[name] = graph
     candidates = [_Candidate(name, graph, folder) for name, graph in built.items()]
+    ranges = layouts.input_ranges(exported) if is_pt2e else {}
     for candidate in candidates:
-        candidate.ranges = layouts.input_ranges(exported) if is_pt2e else {}
+        candidate.ranges = ranges
     return float_model, candidates
 
 

@@ -28,6 +28,22 @@ def median_time(fn: Callable[[], object], *, repeat: int = 5, warmup: int = 1) -
     return statistics.median(times)
 
 
+def interleaved_for(fns: dict[str, Callable[[], object]], seconds: float, *, rounds: tuple[int, int] = (3, 25),
+                    warmup: int = 1) -> dict[str, float]:
+    """:func:`interleaved` with as many rounds as fit in about ``seconds``, at least ``rounds[0]`` and at most
+    ``rounds[1]``: one timed round after the warm-up sizes the rest (a choice made at run time, such as
+    ``to_static``'s faster path, should cost about the same whatever the model).
+
+    Example:
+        >>> times = interleaved_for({"a": lambda: sum(range(10)), "b": lambda: sum(range(1000))}, 0.01)
+        >>> times["a"] < times["b"]
+        True
+    """
+    probe = interleaved(fns, repeat=1, warmup=warmup)
+    repeat = int(min(rounds[1], max(rounds[0], seconds / max(sum(probe.values()), 1e-9))))
+    return interleaved(fns, repeat=repeat, warmup=0)
+
+
 def interleaved(fns: dict[str, Callable[[], object]], *, repeat: int = 5, warmup: int = 1) -> dict[str, float]:
     """Median times of several candidates, run in turn so machine noise hits all of them alike.
 

@@ -56,6 +56,7 @@ def _is_pt2e(model: nn.Module) -> bool:
 
 def _torchao_dynamic(model: nn.Module) -> nn.Module:
     """Swaps every ``Int8Linear`` for an ``nn.Linear`` that torchao quantizes to int8 activations x int8 weights."""
+    from sampan.quantization._pt2e import reduce_range
     from sampan.quantization.dynamic import _replace
 
     require("torchao")
@@ -65,13 +66,13 @@ def _torchao_dynamic(model: nn.Module) -> nn.Module:
     swapped = copy.deepcopy(model)
     for name in names:
         # the dequantized weights lie on the int8 grid; torchao's symmetric per-row rounding (range
-        # -128..127) gives back the same int8 values within one step
+        # -128..127) gives back the same int8 values within one step (7-bit ones on a CPU without VNNI)
         _replace(swapped, name, swapped.get_submodule(name).dequantize())
     wanted = set(names)
+    config = quantization.Int8DynamicActivationInt8WeightConfig(set_inductor_config=False, reduce_range=reduce_range())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        quantization.quantize_(swapped, quantization.Int8DynamicActivationInt8WeightConfig(set_inductor_config=False),
-                               filter_fn=lambda module, fqn: fqn in wanted)
+        quantization.quantize_(swapped, config, filter_fn=lambda module, fqn: fqn in wanted)
     return swapped.eval()
 
 

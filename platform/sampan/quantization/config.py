@@ -15,6 +15,10 @@ class QuantConfig:
         skip: layer names (``"fc3"``) or layer types (``torch.nn.Linear``) kept in float: put the
             layers that :func:`~sampan.quantization.sensitivity` ranks most sensitive here.
         calibration_batches: how many batches :meth:`PTQ.calibrate` reads at most.
+        weight_bits: 8, or 7 for weights in -64..63. ``None`` (the default) picks 7 on a CPU without
+            VNNI (AVX2-only x86, many AMD EPYC), whose int8 kernels saturate on full 8-bit weights
+            (``compile_int8`` would then disagree with the model), and 8 elsewhere. A model quantized
+            with 7 bits runs correctly everywhere; one with 8 bits runs best on a CPU with VNNI.
 
     Example:
         >>> QuantConfig(skip=["fc3"]).skip
@@ -23,8 +27,11 @@ class QuantConfig:
 
     skip: Sequence[Any] = ()
     calibration_batches: int = 32
+    weight_bits: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "skip", tuple(self.skip))
         if not isinstance(self.calibration_batches, int) or self.calibration_batches < 1:
             raise ValueError(bad_argument("calibration_batches", self.calibration_batches, "a positive int"))
+        if self.weight_bits not in (None, 7, 8):
+            raise ValueError(bad_argument("weight_bits", self.weight_bits, "7, 8 or None (chosen for this CPU)"))

@@ -44,7 +44,7 @@ class PTQ:
     def _quantizer(self, model: nn.Module):
         ns = pt2e()
         quantizer = ns.Quantizer()
-        quantizer.set_global(ns.default_config(is_qat=self.qat))
+        quantizer.set_global(ns.default_config(is_qat=self.qat, weight_bits=self.config.weight_bits))
         names, types = split_skip(self.config.skip, model, argument="config.skip")
         for name in sorted(names):
             quantizer.set_module_name_qconfig(name, None)

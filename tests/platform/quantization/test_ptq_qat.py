@@ -52,6 +52,8 @@ def test_ptq_misuse_gets_clear_errors(lenet):
         PTQ().quantize(lenet)
     with pytest.raises(ValueError, match=r"calibration_batches"):
         QuantConfig(calibration_batches=0)
+    with pytest.raises(ValueError, match=r"weight_bits.*Received: weight_bits=4"):
+        QuantConfig(weight_bits=4)
     with pytest.raises(TypeError, match=r"Expected `config` to be a sampan.quantization.QuantConfig"):
         PTQ({"skip": []})
 
@@ -77,12 +79,13 @@ def test_qat_with_model_fit_beats_ptq_on_a_planted_outlier_channel():
         with torch.no_grad():
             return float(((model(x) - y) ** 2).mean())
 
-    ptq = PTQ()
+    full = QuantConfig(weight_bits=8)   # the same 8-bit rounding on every CPU (7 bits by default without VNNI)
+    ptq = PTQ(full)
     observed = ptq.quantize(teacher, x[:8])
     ptq.calibrate(observed, x.split(64))
     ptq_error = mse(ptq.convert(observed))
 
-    qat = QAT()
+    qat = QAT(full)
     prepared = qat.quantize(teacher, x[:8])
     model = sampan.Model(prepared)
     model.prepare(torch.optim.Adam(prepared.parameters(), 2e-3), nn.MSELoss())

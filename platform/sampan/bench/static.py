@@ -3,7 +3,9 @@
 LeNet and resnet18 at batch 1 and 32, timed side by side (interleaved medians) in
 one run. Compilation and export times are reported separately. ``to_static`` keeps, per input
 shape, whichever of its compiled and eager paths measured faster after warm-up (column
-``to_static path``), so ``eager/to_static`` stays at or above 1 within the timing noise.
+``to_static path``), so ``eager/to_static`` stays at or above 1 within the timing noise. A second
+``to_static(winograd=True)`` copy also times the frozen graph with Winograd 3 x 3 convolutions and keeps the
+fastest of the three (column ``winograd path``).
 
 Two predictors: the default one (fp32 candidates only; ``predictor/ort`` compares like with like) and
 one with ``Config.enable_mkldnn_bfloat16()``, whose column ``predictor bf16 / ORT fp32`` crosses
@@ -51,6 +53,7 @@ def _prepare(name: str, net, spec: InputSpec, folder: Path, *, aoti: bool, threa
     from sampan.onnx.export import ort_session
 
     static = sampan.jit.to_static(copy.deepcopy(net), input_spec=[spec])
+    static_winograd = sampan.jit.to_static(copy.deepcopy(net), input_spec=[spec], winograd=True)
     prefix = folder / name
     compile_s = {}
     _, compile_s["jit.save pt2"] = _timed(lambda: sampan.jit.save(net, prefix, input_spec=[spec]))
@@ -66,7 +69,7 @@ def _prepare(name: str, net, spec: InputSpec, folder: Path, *, aoti: bool, threa
     predictor_bf16, compile_s["create_predictor bf16"] = _timed(lambda: create_predictor(config_bf16))
     print(predictor_bf16.report(), file=sys.stderr, flush=True)
     session = ort_session(f"{prefix}.onnx", threads=threads)
-    return {"static": static, "predictor": predictor, "predictor_bf16": predictor_bf16, "session": session,
+    return {"static": static, "static_winograd": static_winograd, "predictor": predictor, "predictor_bf16": predictor_bf16, "session": session,
             "compile_s": compile_s}
 
 
@@ -77,11 +80,14 @@ def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) 
     predictor_bf16 = parts["predictor_bf16"]
     with torch.inference_mode():
         _, first_call = _timed(lambda: static(x))  # compiles for this size range (1, 2..15, 16+)
+        parts["static_winograd"](x)
+        parts["static_winograd"](x)  # the second call compiles the Winograd variant and chooses
         eager_out = net(x).numpy()
         bf16_out = predictor_bf16.run([xn])[0]  # compiles the bf16 graph for this size range, if chosen
         times = interleaved({
             "eager": lambda: net(x),
             "to_static": lambda: static(x),
+            "to_static winograd": lambda: parts["static_winograd"](x),
             "predictor": lambda: predictor.run([xn]),
             "predictor bf16": lambda: predictor_bf16.run([xn]),
             "onnxruntime": lambda: session.run(None, {spec.name: xn}),
@@ -91,6 +97,8 @@ def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) 
         "model": name, "batch": batch,
         **{f"{k} ms": v * 1e3 for k, v in times.items()},
         "eager/to_static": times["eager"] / times["to_static"],
+        "eager/to_static winograd": times["eager"] / times["to_static winograd"],
+        "winograd path": _path(parts["static_winograd"], x),
         "eager/predictor": times["eager"] / times["predictor"],
         "predictor/ort": times["predictor"] / times["onnxruntime"],
         "predictor backend": predictor.backend,
@@ -106,7 +114,7 @@ def _path(static, x: torch.Tensor) -> str:
     """The path to_static kept for this input shape (measured after warm-up), as ``sampan.jit.explain`` shows it."""
     for key, choice in static.forward.choices.items():
         if key and key[0][0] == tuple(x.shape):
-            return choice.path
+            return str(choice).split(" (")[0]
     return "compiled"
 
 
@@ -133,7 +141,7 @@ def run(quick: bool = False, threads: int | None = None) -> dict:
                     repeat = (5 if quick else 20) if batch == 1 else (3 if quick else 10)
                 rows.append(_row(name, batch, net, spec, parts, repeat))
     columns = ["model", "batch", "eager ms", "to_static ms", "predictor ms", "onnxruntime ms", "eager/to_static",
-               "to_static path", "eager/predictor", "predictor/ort", "predictor backend", "predictor bf16 ms",
+               "to_static path", "to_static winograd ms", "eager/to_static winograd", "winograd path", "eager/predictor", "predictor/ort", "predictor backend", "predictor bf16 ms",
                "predictor bf16 / ORT fp32", "bf16 backend", "bf16 max diff"]
     print_table(f"static: eager vs to_static vs predictor vs ONNX Runtime (CPU, {torch.get_num_threads()} threads)",
                 rows, columns)

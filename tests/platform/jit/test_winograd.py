@@ -1,0 +1,112 @@
+"""Winograd F(2x2, 3x3) convolutions: the same results as the direct convolution, put only where they apply, and
+a to_static inference candidate that is verified and timed beside the others."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import sampan
+from sampan.jit.winograd import conv3x3, rewrite
+
+
+@pytest.mark.parametrize("shape,padding", [((2, 16, 9, 7), 1), ((1, 32, 8, 8), 0), ((3, 16, 5, 6), 2), ((1, 24, 1, 1), 1)])
+def test_winograd_convolution_matches_the_direct_one(shape, padding):
+    g = torch.Generator().manual_seed(0)
+    x, w, b = torch.randn(*shape, generator=g), torch.randn(40, shape[1], 3, 3, generator=g), torch.randn(40, generator=g)
+    ref = F.conv2d(x, w, b, padding=padding)
+    got = conv3x3(x, w, b, padding)
+    assert got.shape == ref.shape
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
+    torch.testing.assert_close(conv3x3(x, w, None, padding), F.conv2d(x, w, padding=padding), rtol=1e-4,
+                               atol=1e-4 * float(ref.abs().max()))
+
+
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)            # 3 input channels: too few to gain
+        self.body = nn.Conv2d(16, 16, 3, padding=1)           # taken
+        self.down = nn.Conv2d(16, 32, 3, stride=2, padding=1)  # stride 2: not taken
+        self.grouped = nn.Conv2d(32, 32, 3, padding=1, groups=2)
+        self.point = nn.Conv2d(32, 32, 1)
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x):
+        x = torch.relu(self.body(torch.relu(self.stem(x))))
+        x = self.point(self.grouped(self.down(x)))
+        return self.head(x.mean((2, 3)))
+
+
+class _Sized(_Net):
+    def forward(self, x):  # a code object of its own: its two sizes below leave _Net's graphs static
+        return super().forward(x)
+
+
+def test_rewrite_takes_only_3x3_stride_1_convolutions_with_enough_channels_and_tiles():
+    torch.manual_seed(0)
+    net = _Sized().eval()
+    counts = []
+
+    def backend(gm, example_inputs):
+        counts.append(rewrite(gm))
+        return gm.forward
+
+    with torch.no_grad():
+        x = torch.randn(2, 3, 16, 16)
+        out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
+        torch.testing.assert_close(out, net(x), rtol=1e-4, atol=1e-5)
+        torch._dynamo.reset()
+        torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(torch.randn(2, 3, 8, 8))
+    assert counts == [1, 0]   # 16 x 16: `body` only; 8 x 8: 16 tiles of 2 x 2 outputs, too few
+
+
+def test_to_static_times_the_winograd_candidate_and_keeps_results_right():
+    torch.manual_seed(0)
+    net = _Net().eval()
+    ref_net = _Net().eval()
+    ref_net.load_state_dict(net.state_dict())
+    sampan.jit.to_static(net, input_spec=[sampan.InputSpec([None, 3, 16, 16])], winograd=True)
+    x = torch.randn(4, 3, 16, 16)
+    with torch.no_grad():
+        net(x)
+        out = net(x)                      # the second call of a shape chooses among eager, compiled and Winograd
+        again = net(x)
+        ref = ref_net(x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(again, ref, rtol=1e-4, atol=1e-4)
+    (choice,) = net.forward.choices.values()
+    assert choice.winograd_seconds is not None and net.forward.winograd_note is None
+    fastest = min(choice.compiled_seconds, choice.eager_seconds, choice.winograd_seconds)
+    kept = choice.winograd_seconds if choice.winograd else (
+        choice.eager_seconds if choice.path == "eager" else choice.compiled_seconds)
+    assert kept == fastest
+    assert "Winograd" in str(choice) and "Winograd" in str(sampan.jit.explain(net, x))
+
+
+def test_without_a_convolution_it_takes_the_note_says_why():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 6 * 6, 2)).eval()
+    sampan.jit.to_static(net, input_spec=[sampan.InputSpec([None, 3, 8, 8])], winograd=True)
+    with torch.no_grad():
+        net(torch.randn(2, 3, 8, 8))
+        net(torch.randn(2, 3, 8, 8))
+    (choice,) = net.forward.choices.values()
+    assert choice.winograd_seconds is None and not choice.winograd
+    assert "no 3x3 stride-1 convolution" in net.forward.winograd_note
+
+
+def test_a_dynamic_height_and_width_still_get_winograd():
+    torch.manual_seed(0)
+    net = _Net().eval()
+    counts = []
+
+    def backend(gm, example_inputs):
+        counts.append(rewrite(gm))
+        return gm.forward
+
+    x = torch.randn(1, 3, 18, 20)
+    torch._dynamo.mark_dynamic(x, [2, 3])
+    with torch.no_grad():
+        out = torch.compile(net, backend=backend, fullgraph=True)(x)
+        torch.testing.assert_close(out, net(x), rtol=1e-4, atol=1e-5)
+    assert counts == [1]

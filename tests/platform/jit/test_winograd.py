@@ -37,6 +37,17 @@ class _Net(nn.Module):
         return self.head(x.mean((2, 3)))
 
 
+def _counting_backend():
+    """A torch.compile backend that runs the Winograd rewrite and records how many convolutions it replaced."""
+    counts = []
+
+    def backend(gm, example_inputs):
+        counts.append(rewrite(gm))
+        return gm.forward
+
+    return counts, backend
+
+
 class _Sized(_Net):
     def forward(self, x):  # a code object of its own: its two sizes below leave _Net's graphs static
         return super().forward(x)
@@ -45,12 +56,7 @@ class _Sized(_Net):
 def test_rewrite_takes_only_3x3_stride_1_convolutions_with_enough_channels_and_tiles():
     torch.manual_seed(0)
     net = _Sized().eval()
-    counts = []
-
-    def backend(gm, example_inputs):
-        counts.append(rewrite(gm))
-        return gm.forward
-
+    counts, backend = _counting_backend()
     with torch.no_grad():
         x = torch.randn(2, 3, 16, 16)
         out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
@@ -98,12 +104,7 @@ def test_without_a_convolution_it_takes_the_note_says_why():
 def test_a_dynamic_height_and_width_still_get_winograd():
     torch.manual_seed(0)
     net = _Net().eval()
-    counts = []
-
-    def backend(gm, example_inputs):
-        counts.append(rewrite(gm))
-        return gm.forward
-
+    counts, backend = _counting_backend()
     x = torch.randn(1, 3, 18, 20)
     torch._dynamo.mark_dynamic(x, [2, 3])
     with torch.no_grad():

@@ -14,7 +14,13 @@ dequantize patterns by int8 GEMM and convolution kernels:
   to int8 per row at run time) and run ``torch._int_mm``. ``Int8RNN`` (LSTM / GRU) layers keep
   their reference kernels.
 
-Both flows lower through torchao's X86 inductor patterns (registered when its X86 quantizer is
+On a CPU without VNNI (AVX2-only x86, many AMD EPYC) inductor has no fast int8 GEMM: its C++ template falls
+back to a scalar reference micro-kernel and oneDNN's ``qlinear`` ran the MLP at 2.8x fp32 there. A
+:func:`quantize_dynamic` model then runs PyTorch's fbgemm kernels instead (``quantized::linear_dynamic``,
+AVX2 ``vpmaddubsw`` with 7-bit activations so the 16-bit sums never saturate), eagerly, with the same int8
+weights: 0.71x fp32 at batch 1 and 0.56x at batch 32 on that machine (flow ``"fbgemm"``).
+
+Both inductor flows lower through torchao's X86 inductor patterns (registered when its X86 quantizer is
 imported, which ``compile_int8`` makes sure of): the int8 weights are prepacked once instead of
 being reordered on every call. With ``max_autotune=True`` (the default) inductor also benchmarks
 its own C++ int8 GEMM templates (AMX / AVX-512 VNNI micro-kernels) against oneDNN and keeps the
@@ -46,6 +52,7 @@ INT8_KERNELS = {
     "_int_mm": re.compile(r"extern_kernels\._int_mm\("),
     "int8 micro-GEMM": re.compile(r"void kernel_micro_gemm\([^)]*?const u?int8_t\*", re.S),  # max-autotune's C++ template
 }
+FBGEMM_OP = "quantized::linear_dynamic"  # the fbgemm flow runs eagerly: its kernel is seen by the profiler
 
 
 def _is_pt2e(model: nn.Module) -> bool:
@@ -76,6 +83,32 @@ def _torchao_dynamic(model: nn.Module) -> nn.Module:
     return swapped.eval()
 
 
+def _fbgemm_dynamic(model: nn.Module) -> nn.Module:
+    """Swaps every ``Int8Linear`` for PyTorch's dynamic int8 Linear with fbgemm-prepacked weights (the same int8
+    values and scales); activations are rounded per call to 7 bits (fbgemm's ``reduce_range``)."""
+    from sampan.quantization.dynamic import _replace
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao.quantization is deprecated in favour of torchao (no AVX2 int8 kernel)
+        from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+
+    swapped = copy.deepcopy(model)
+    engine = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "fbgemm"  # prepacks for fbgemm; the packed weights keep their kernel
+    try:
+        for name in [n for n, m in swapped.named_modules() if isinstance(m, Int8Linear)]:
+            layer = swapped.get_submodule(name)
+            fast = DynamicLinear(layer.in_features, layer.out_features, bias_=layer.bias is not None, dtype=torch.qint8)
+            zeros = torch.zeros(layer.out_features, dtype=torch.long)
+            weight = torch._make_per_channel_quantized_tensor(layer.weight_int8, layer.weight_scale.double().flatten(),
+                                                              zeros, 0)
+            fast.set_weight_bias(weight, None if layer.bias is None else layer.bias.detach().float())
+            _replace(swapped, name, fast)
+    finally:
+        torch.backends.quantized.engine = engine
+    return swapped.eval()
+
+
 class Int8Compiled(nn.Module):
     """A quantized model compiled onto int8 kernels; built by :func:`compile_int8`, for inference only.
 
@@ -83,16 +116,21 @@ class Int8Compiled(nn.Module):
 
     Attributes:
         module: the int8 model that was compiled (runs the reference kernels if called directly).
-        flow: ``"pt2e"`` (static PTQ / QAT) or ``"dynamic"`` (int8 activations rounded at run time).
+        flow: ``"pt2e"`` (static PTQ / QAT), ``"dynamic"`` (int8 activations rounded at run time, inductor) or
+            ``"fbgemm"`` (the same, on PyTorch's fbgemm kernels, eagerly: CPUs without VNNI).
     """
 
     def __init__(self, module: nn.Module, flow: str, max_autotune: bool):
         super().__init__()
         self.module, self.flow, self.max_autotune = module, flow, max_autotune
-        self._compiled = torch.compile(module, dynamic=False, backend=_Int8Backend(max_autotune))
+        self._compiled = None if flow == "fbgemm" else torch.compile(module, dynamic=False,
+                                                                     backend=_Int8Backend(max_autotune))
         self._shapes: set[tuple] = set()
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        if self._compiled is None:
+            with torch.no_grad():
+                return self.module(*args, **kwargs)
         with torch.no_grad():  # freezing folds the weights only in an inference graph
             shapes = tuple((a.shape, a.dtype) for a in args if isinstance(a, torch.Tensor))
             if shapes in self._shapes:
@@ -118,6 +156,12 @@ class Int8Compiled(nn.Module):
             >>> compile_int8(int8_net).int8_kernels(torch.randn(4, 64))  # doctest: +SKIP
             ['_int_mm']
         """
+        if self._compiled is None:  # eager int8 kernels: the profiler sees them
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                self.forward(*example_inputs)
+            return ["fbgemm linear_dynamic"] if any(e.name == FBGEMM_OP for e in prof.events()) else []
         from torch._inductor.utils import run_and_get_code
 
         # a cache hit would skip the code generation that run_and_get_code listens to
@@ -150,7 +194,7 @@ class _Int8Backend:
             return compile_fx(graph_module, example_inputs)
 
 
-def compile_int8(model: nn.Module, *, max_autotune: bool = True) -> Int8Compiled:
+def compile_int8(model: nn.Module, *, max_autotune: bool = True, backend: str = "auto") -> Int8Compiled:
     """Compiles a quantized model onto int8 kernels (``torch.compile`` + inductor freezing).
 
     Args:
@@ -158,6 +202,9 @@ def compile_int8(model: nn.Module, *, max_autotune: bool = True) -> Int8Compiled
             :meth:`QAT.convert` (not modified).
         max_autotune: also try inductor's own int8 GEMM templates and keep the fastest kernel per
             layer (slower to compile: seconds per layer and input shape).
+        backend: for a :func:`quantize_dynamic` model, ``"inductor"`` (torchao's int8 layers compiled) or
+            ``"fbgemm"`` (PyTorch's fbgemm int8 Linear, eager); ``"auto"`` takes fbgemm on a CPU without
+            VNNI, where inductor has no fast int8 GEMM, and inductor elsewhere. Static models always use inductor.
 
     Returns:
         An :class:`Int8Compiled` module; its first call per input shape compiles.
@@ -171,14 +218,18 @@ def compile_int8(model: nn.Module, *, max_autotune: bool = True) -> Int8Compiled
     """
     if not isinstance(model, nn.Module):
         raise TypeError(bad_argument("model", model, "a quantized torch.nn.Module"))
+    if backend not in ("auto", "inductor", "fbgemm"):
+        raise ValueError(bad_argument("backend", backend, "'auto', 'inductor' or 'fbgemm'"))
     if _is_pt2e(model):
         return Int8Compiled(model.eval(), "pt2e", max_autotune)
     if any(isinstance(m, Int8Linear) for m in model.modules()):
-        from sampan.quantization._pt2e import pt2e
+        from sampan.quantization._pt2e import pt2e, reduce_range
 
         # torchao's X86 quantizer module registers inductor's pattern for `_int_mm` with a constant
         # weight: prepacked int8 weights (oneDNN qlinear / the C++ micro-GEMM). Without it every call
         # reorders the weights and batch 1 ran 0.92x fp32 (0.57x with it) on the BENCHMARKS.md machine.
+        if backend == "fbgemm" or (backend == "auto" and reduce_range()):  # no VNNI: fbgemm has AVX2 int8 kernels
+            return Int8Compiled(_fbgemm_dynamic(model), "fbgemm", max_autotune)
         pt2e()
         return Int8Compiled(_torchao_dynamic(model), "dynamic", max_autotune)
     if any(isinstance(m, Int8RNN) for m in model.modules()):

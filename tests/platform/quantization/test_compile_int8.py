@@ -10,7 +10,7 @@ from sampan.quantization._pt2e import reduce_range
 
 def test_dynamic_int8_mlp_runs_int8_matmuls_and_matches_the_reference(mlp):
     qnet = quantize_dynamic(mlp)
-    fast = compile_int8(qnet, max_autotune=False)
+    fast = compile_int8(qnet, max_autotune=False, backend="inductor")
     x = torch.randn(8, 64)
     kernels = fast.int8_kernels(x)
     assert {"_int_mm", "int8 micro-GEMM", "onednn.qlinear"} & set(kernels), kernels  # int8 x int8 GEMMs
@@ -48,6 +48,20 @@ def test_int8_ranges_follow_the_cpu(lenet):
     assert any(n.args[-2] == 127 for n in explicit.convert(observed).graph.nodes if "dequantize_per_channel" in str(n.target))
 
 
+def test_fbgemm_flow_runs_fbgemm_int8_kernels_on_the_same_int8_weights(mlp):
+    qnet = quantize_dynamic(mlp)
+    fast = compile_int8(qnet, backend="fbgemm")
+    x = torch.randn(8, 64)
+    assert fast.flow == "fbgemm" and fast.int8_kernels(x) == ["fbgemm linear_dynamic"]
+    assert torch.equal(fast.module[0].weight().int_repr(), qnet[0].weight_int8)   # not re-rounded
+    with torch.no_grad():
+        ref, got, fp32 = qnet(x), fast(x), mlp(x)
+    assert (got - ref).abs().max() < 0.05 * ref.abs().max()
+    assert (got.argmax(1) == fp32.argmax(1)).float().mean() >= 0.75
+    # the automatic choice: fbgemm where the CPU has no VNNI (inductor has no fast int8 GEMM there)
+    assert compile_int8(qnet).flow == ("fbgemm" if reduce_range() else "dynamic")
+
+
 def test_static_int8_lenet_runs_onednn_int8_convolutions(lenet):
     ptq = PTQ()
     g = torch.Generator().manual_seed(1)
@@ -79,6 +93,8 @@ def test_bad_input_is_named(mlp):
         compile_int8(mlp)
     with pytest.raises(TypeError, match="model"):
         compile_int8("mlp")
+    with pytest.raises(ValueError, match=r"`backend`.*Received: backend='onnx'"):
+        compile_int8(quantize_dynamic(mlp), backend="onnx")
     fast = compile_int8(quantize_dynamic(mlp), max_autotune=False)
     assert isinstance(fast, Int8Compiled)
     with pytest.raises(RuntimeError, match="inference only"):

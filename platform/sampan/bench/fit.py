@@ -143,7 +143,7 @@ def compiled_training(quick: bool = False) -> dict:
         med = {k: v / steps for k, v in times.items()}
         static = models["to_static"].network.forward
         choice = static.train_choice
-        kept = "compiled" if choice is None else " ".join(filter(None, [choice.path, choice.layout]))
+        kept = "compiled" if choice is None else choice.kept
         runs = ", ".join([kept, *static.training_passes])
         rows.append({"network": name, "eager ms/step": med["eager"] * 1e3, "to_static ms/step": med["to_static"] * 1e3,
                      "speed-up": med["eager"] / med["to_static"], "to_static runs": runs})

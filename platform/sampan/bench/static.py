@@ -69,8 +69,8 @@ def _prepare(name: str, net, spec: InputSpec, folder: Path, *, aoti: bool, threa
     predictor_bf16, compile_s["create_predictor bf16"] = _timed(lambda: create_predictor(config_bf16))
     print(predictor_bf16.report(), file=sys.stderr, flush=True)
     session = ort_session(f"{prefix}.onnx", threads=threads)
-    return {"static": static, "static_winograd": static_winograd, "predictor": predictor, "predictor_bf16": predictor_bf16, "session": session,
-            "compile_s": compile_s}
+    return {"static": static, "static_winograd": static_winograd, "predictor": predictor,
+            "predictor_bf16": predictor_bf16, "session": session, "compile_s": compile_s}
 
 
 def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) -> dict:
@@ -114,7 +114,7 @@ def _path(static, x: torch.Tensor) -> str:
     """The path to_static kept for this input shape (measured after warm-up), as ``sampan.jit.explain`` shows it."""
     for key, choice in static.forward.choices.items():
         if key and key[0][0] == tuple(x.shape):
-            return str(choice).split(" (")[0]
+            return choice.kept
     return "compiled"
 
 
@@ -141,7 +141,8 @@ def run(quick: bool = False, threads: int | None = None) -> dict:
                     repeat = (5 if quick else 20) if batch == 1 else (3 if quick else 10)
                 rows.append(_row(name, batch, net, spec, parts, repeat))
     columns = ["model", "batch", "eager ms", "to_static ms", "predictor ms", "onnxruntime ms", "eager/to_static",
-               "to_static path", "to_static winograd ms", "eager/to_static winograd", "winograd path", "eager/predictor", "predictor/ort", "predictor backend", "predictor bf16 ms",
+               "to_static path", "to_static winograd ms", "eager/to_static winograd", "winograd path",
+               "eager/predictor", "predictor/ort", "predictor backend", "predictor bf16 ms",
                "predictor bf16 / ORT fp32", "bf16 backend", "bf16 max diff"]
     print_table(f"static: eager vs to_static vs predictor vs ONNX Runtime (CPU, {torch.get_num_threads()} threads)",
                 rows, columns)

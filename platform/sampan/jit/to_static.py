@@ -70,7 +70,7 @@ class StaticFunction:
         self.fallback_reason: str | None = None
         self.pick_faster = pick_faster
         # a third inference candidate (frozen graph, 3x3 convolutions by Winograd), timed with the other two
-        self.winograd = bool(winograd) and backend == "inductor" and self.freezing and pick_faster
+        self.winograd = bool(winograd)
         self.choices: dict[tuple, PathChoice] = {}
         self.winograd_note: str | None = None  # why the Winograd variant was not a candidate, when it was not
         self.train_choice: PathChoice | None = None
@@ -342,10 +342,8 @@ class StaticFunction:
             self.winograd_note = "no 3x3 stride-1 convolution that Winograd F(2x2, 3x3) takes"
             return False
         expected = self.original(*args, **kwargs)
-        diff = max((float((a - b).abs().max()) for a, b in zip(_tensors(out), _tensors(expected))), default=0.0)
-        scale = max((float(b.abs().max()) for b in _tensors(expected)), default=0.0)
-        if diff > self.atol + self.rtol * scale:
-            self.winograd_note = f"Winograd variant disagreed with eager by {diff:.3g}: not used"
+        if not allclose(out, expected, rtol=self.rtol, atol=self.atol):
+            self.winograd_note = f"Winograd variant disagreed with eager by {max_abs_diff(out, expected):.3g}: not used"
             return False
         self.winograd_note = None
         return True
@@ -414,12 +412,17 @@ class PathChoice:
     winograd: bool = False  # inference with to_static(winograd=True): the compiled path convolves by Winograd
     winograd_seconds: float | None = None  # that variant's median, when it was timed
 
-    def __str__(self) -> str:
+    @property
+    def kept(self) -> str:
+        """What runs, in words: ``"compiled"``, ``"eager, channels-last layout"``,
+        ``"compiled, Winograd convolutions"``."""
         layout = f", {self.layout.replace('_', '-')} layout" if self.layout else ""
-        path = "compiled, Winograd convolutions" if self.winograd else self.path
+        return ("compiled, Winograd convolutions" if self.winograd else self.path) + layout
+
+    def __str__(self) -> str:
         fastest = self.winograd_seconds if self.winograd else self.compiled_seconds
         winograd = "" if self.winograd_seconds is None else f", Winograd {self.winograd_seconds * 1e3:.3g} ms"
-        return (f"{path}{layout} (compiled {self.compiled_seconds * 1e3:.3g} ms{winograd}, eager "
+        return (f"{self.kept} (compiled {self.compiled_seconds * 1e3:.3g} ms{winograd}, eager "
                 f"{self.eager_seconds * 1e3:.3g} ms, speed-up {self.eager_seconds / fastest:.2f}x)")
 
 
@@ -559,7 +562,8 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             multiplications), checked against eager and kept only when it is the fastest. Worth it where
             the direct convolution is already at the FMA units' limit, such as AVX2-only CPUs (resnet18 at
             batch 1 on an AMD EPYC: 1.60x eager against 1.42x for the plain frozen graph); costs a second
-            compile of the network (about 50 s for resnet18 on one core). ``inductor`` only.
+            compile of the network (about 50 s for resnet18 on one core). Needs ``backend="inductor"``,
+            freezing and ``pick_faster`` (a ValueError says so otherwise).
 
     Example:
         >>> net = sampan.jit.to_static(LeNet(), input_spec=[sampan.InputSpec([None, 1, 28, 28])])  # doctest: +SKIP
@@ -567,6 +571,11 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
     """
     if not isinstance(backend, str) and not callable(backend):
         raise TypeError(bad_argument("backend", backend, "a torch.compile backend name such as 'inductor'"))
+    if winograd and (backend != "inductor" or freezing is False or not pick_faster):
+        raise ValueError(bad_argument(
+            "winograd", winograd, "False with this backend, freezing and pick_faster",
+            f"winograd=True is a timed candidate of inductor's frozen graph: it needs backend='inductor' (got "
+            f"{backend!r}), freezing left on (got {freezing!r}) and pick_faster=True (got {pick_faster!r})"))
     options = dict(input_spec=input_spec, backend=backend, full_graph=full_graph, verify=verify,
                    freezing=freezing, rtol=rtol, atol=atol, pick_faster=pick_faster, winograd=winograd)
     if layer_or_function is None:

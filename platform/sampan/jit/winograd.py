@@ -36,8 +36,7 @@ def conv3x3(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pa
     """
     n, c, h, w = x.shape
     k = weight.shape[0]
-    ho, wo = h + 2 * padding - 2, w + 2 * padding - 2
-    th, tw = -(-ho // 2), -(-wo // 2)
+    ho, wo, th, tw = _grid(h, w, padding)
     # pad so that th x tw tiles of 4 x 4 (overlapping by 2) cover the input
     xp = F.pad(x, (padding, 2 * tw + 2 - w - padding, padding, 2 * th + 2 - h - padding))
     # channels last in every step (the transforms then run along contiguous channels):
@@ -48,6 +47,12 @@ def conv3x3(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pa
     y = _outputs(m)                                                   # [2, 2, n, th, tw, k]
     y = y.permute(2, 5, 3, 0, 4, 1).reshape(n, k, 2 * th, 2 * tw)[:, :, :ho, :wo]
     return y if bias is None else y + bias.reshape(1, k, 1, 1)
+
+
+def _grid(h, w, padding: int) -> tuple:
+    """The output size of a 3 x 3 stride-1 convolution and its tiles of 2 x 2 outputs: ``(ho, wo, th, tw)``."""
+    ho, wo = h + 2 * padding - 2, w + 2 * padding - 2
+    return ho, wo, -(-ho // 2), -(-wo // 2)
 
 
 def _weights(g: torch.Tensor) -> torch.Tensor:
@@ -94,7 +99,10 @@ def _eligible(node: torch.fx.Node) -> int | None:
             or min(wv.shape[0], wv.shape[1]) < MIN_CHANNELS):
         return None
     h, w = (_hint(size) for size in xv.shape[2:])
-    if h is None or w is None or (h + 2 * pad[0] - 1) // 2 * ((w + 2 * pad[0] - 1) // 2) < MIN_TILES:
+    if h is None or w is None:
+        return None
+    _, _, th, tw = _grid(h, w, pad[0])
+    if th * tw < MIN_TILES:
         return None
     return pad[0]
 

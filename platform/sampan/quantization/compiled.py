@@ -18,7 +18,7 @@ On a CPU without VNNI (AVX2-only x86, many AMD EPYC) inductor has no fast int8 G
 back to a scalar reference micro-kernel and oneDNN's ``qlinear`` ran the MLP at 2.8x fp32 there. A
 :func:`quantize_dynamic` model then runs PyTorch's fbgemm kernels instead (``quantized::linear_dynamic``,
 AVX2 ``vpmaddubsw`` with 7-bit activations so the 16-bit sums never saturate), eagerly, with the same int8
-weights: 0.71x fp32 at batch 1 and 0.56x at batch 32 on that machine (flow ``"fbgemm"``).
+weights: 0.51x fp32 at batch 32 and 0.78-1.02x at batch 1 on that machine (flow ``"fbgemm"``; BENCHMARKS.md).
 
 Both inductor flows lower through torchao's X86 inductor patterns (registered when its X86 quantizer is
 imported, which ``compile_int8`` makes sure of): the int8 weights are prepacked once instead of
@@ -89,7 +89,8 @@ def _fbgemm_dynamic(model: nn.Module) -> nn.Module:
     from sampan.quantization.dynamic import _replace
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch.ao.quantization is deprecated in favour of torchao (no AVX2 int8 kernel)
+        # torch.ao.quantization is deprecated in favour of torchao, which has no AVX2 int8 kernel
+        warnings.simplefilter("ignore")
         from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 
     swapped = copy.deepcopy(model)
@@ -225,11 +226,11 @@ def compile_int8(model: nn.Module, *, max_autotune: bool = True, backend: str = 
     if any(isinstance(m, Int8Linear) for m in model.modules()):
         from sampan.quantization._pt2e import pt2e, reduce_range
 
+        if backend == "fbgemm" or (backend == "auto" and reduce_range()):  # no VNNI: fbgemm has AVX2 int8 kernels
+            return Int8Compiled(_fbgemm_dynamic(model), "fbgemm", max_autotune)
         # torchao's X86 quantizer module registers inductor's pattern for `_int_mm` with a constant
         # weight: prepacked int8 weights (oneDNN qlinear / the C++ micro-GEMM). Without it every call
         # reorders the weights and batch 1 ran 0.92x fp32 (0.57x with it) on the BENCHMARKS.md machine.
-        if backend == "fbgemm" or (backend == "auto" and reduce_range()):  # no VNNI: fbgemm has AVX2 int8 kernels
-            return Int8Compiled(_fbgemm_dynamic(model), "fbgemm", max_autotune)
         pt2e()
         return Int8Compiled(_torchao_dynamic(model), "dynamic", max_autotune)
     if any(isinstance(m, Int8RNN) for m in model.modules()):

@@ -9,10 +9,12 @@ import sampan
 from sampan.jit.winograd import conv3x3, rewrite
 
 
-@pytest.mark.parametrize("shape,padding", [((2, 16, 9, 7), 1), ((1, 32, 8, 8), 0), ((3, 16, 5, 6), 2), ((1, 24, 1, 1), 1)])
+@pytest.mark.parametrize("shape,padding",
+                         [((2, 16, 9, 7), 1), ((1, 32, 8, 8), 0), ((3, 16, 5, 6), 2), ((1, 24, 1, 1), 1)])
 def test_winograd_convolution_matches_the_direct_one(shape, padding):
     g = torch.Generator().manual_seed(0)
-    x, w, b = torch.randn(*shape, generator=g), torch.randn(40, shape[1], 3, 3, generator=g), torch.randn(40, generator=g)
+    x = torch.randn(*shape, generator=g)
+    w, b = torch.randn(40, shape[1], 3, 3, generator=g), torch.randn(40, generator=g)
     ref = F.conv2d(x, w, b, padding=padding)
     got = conv3x3(x, w, b, padding)
     assert got.shape == ref.shape
@@ -111,3 +113,9 @@ def test_a_dynamic_height_and_width_still_get_winograd():
         out = torch.compile(net, backend=backend, fullgraph=True)(x)
         torch.testing.assert_close(out, net(x), rtol=1e-4, atol=1e-5)
     assert counts == [1]
+
+
+@pytest.mark.parametrize("options", [{"backend": "aot_eager"}, {"freezing": False}, {"pick_faster": False}])
+def test_winograd_without_what_it_needs_is_refused_by_name(options):
+    with pytest.raises(ValueError, match=r"Expected `winograd`.*Received: winograd=True.*HINT: .*backend='inductor'"):
+        sampan.jit.to_static(_Net().eval(), winograd=True, **options)

@@ -45,7 +45,8 @@ def test_int8_ranges_follow_the_cpu(lenet):
     explicit = PTQ(QuantConfig(weight_bits=8))
     observed = explicit.quantize(lenet, torch.rand(2, 1, 28, 28))
     explicit.calibrate(observed, [torch.rand(8, 1, 28, 28)])
-    assert any(n.args[-2] == 127 for n in explicit.convert(observed).graph.nodes if "dequantize_per_channel" in str(n.target))
+    converted = explicit.convert(observed)
+    assert any(n.args[-2] == 127 for n in converted.graph.nodes if "dequantize_per_channel" in str(n.target))
 
 
 def test_fbgemm_flow_runs_fbgemm_int8_kernels_on_the_same_int8_weights(mlp):

@@ -13,6 +13,7 @@ import nbformat
 import papermill
 from jupyter_client.kernelspec import find_kernel_specs
 
+from sampan.hapi.loop import FAST_DEV_RUN_ENV
 from sampan.utils.io import file_lock
 from sampan.utils.record import collect_records
 
@@ -22,6 +23,7 @@ KERNEL = "sampan" if "sampan" in find_kernel_specs() else "python3"
 _MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root|home|tmp)/")
 
 
+STARTER_BATCHES = 2  # $SAMPAN_FAST_DEV_RUN of the starter-code runs: batches per epoch in fit and evaluate
 _RUNS: dict[tuple, tuple[dict, Path]] = {}
 _RUNS_ROOT: dict[str, Path] = {}
 SHARED_ENV = "SAMPAN_TEST_LESSONS_DIR"  # set by tests/conftest.py: one folder for every pytest-xdist worker
@@ -59,7 +61,8 @@ def lesson_run(lesson: str | Path, *, solution: bool = True, lang: str | None = 
     ``lesson``: a path, or ``"<stage>/<name>"`` relative to notebooks/. The reference-solution run of a
     bilingual lesson runs its Chinese build (its code is the English one, cell for cell: the bilingual tests
     check that), so the suite runs each lesson twice in all: the solutions in Chinese and the untouched
-    starter code in English. A lesson's runs share one data directory and run one at a time (a file lock), so
+    starter code in English, as a smoke run (``$SAMPAN_FAST_DEV_RUN``: every cell runs, each ``fit`` and
+    ``evaluate`` on a few batches an epoch). A lesson's runs share one data directory and run one at a time (a file lock), so
     a second worker waits for the first one's run instead of repeating it.
     """
     import json
@@ -104,7 +107,10 @@ def launches_process_groups(nb: dict) -> bool:
 
 def _execute(notebook: Path, workdir: Path, *, data: Path, lang: str, parameters: dict) -> tuple[dict, Path]:
     env = {"SAMPAN_DATA": str(data), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
-           "MPLBACKEND": "module://matplotlib_inline.backend_inline", "SAMPAN_LANG": lang}
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline", "SAMPAN_LANG": lang,
+           # the starter-code run is a smoke run: every cell still runs, each fit / evaluate on 2 batches an
+           # epoch (the solution run has already trained for real on the same code)
+           FAST_DEV_RUN_ENV: "" if parameters.get("SOLUTION", True) else str(STARTER_BATCHES)}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:

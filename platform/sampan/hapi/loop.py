@@ -30,6 +30,41 @@ if TYPE_CHECKING:
 NO_LIMIT = 2**62
 """``max_steps`` meaning "no limit": an int, so it compares with step counts and goes through ``min``."""
 
+FAST_DEV_RUN_ENV = "SAMPAN_FAST_DEV_RUN"
+_FAST_DEV_RUN_SAID: set[int] = set()
+
+
+def fast_dev_run() -> int:
+    """The batches per epoch that ``Model.fit`` and ``Model.evaluate`` stop at: ``$SAMPAN_FAST_DEV_RUN``
+    (a smoke run, as Lightning's ``fast_dev_run``: every line of a notebook or script runs, each training
+    and evaluation on a few batches, so a mistake shows in seconds; the numbers it learns mean nothing),
+    else :data:`NO_LIMIT`. ``predict`` is never cut: its outputs keep one row per sample. Says so once
+    per process.
+
+    Example (a shell; the test suite runs every lesson's starter code this way)::
+
+        SAMPAN_FAST_DEV_RUN=2 papermill lesson.ipynb out.ipynb
+    """
+    import os
+    import warnings
+
+    value = os.environ.get(FAST_DEV_RUN_ENV, "").strip()
+    if value in ("", "0"):
+        return NO_LIMIT
+    try:
+        batches = int(value)
+    except ValueError:
+        batches = -1
+    if batches < 1:
+        raise ValueError(bad_argument(f"${FAST_DEV_RUN_ENV}", value, "a positive number of batches per epoch",
+                                      f"unset it for a real run, or set {FAST_DEV_RUN_ENV}=2 for a smoke run"))
+    if batches not in _FAST_DEV_RUN_SAID:
+        _FAST_DEV_RUN_SAID.add(batches)
+        warnings.warn(f"{FAST_DEV_RUN_ENV}={batches}: fit and evaluate stop after {batches} batches per epoch "
+                      f"(a smoke run: everything runs, nothing is learned). Unset it for a real run.",
+                      UserWarning, stacklevel=3)
+    return batches
+
 
 @dataclasses.dataclass(eq=False)
 class LoopState:

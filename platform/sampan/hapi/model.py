@@ -265,11 +265,12 @@ class Model:
         self.epoch = 0
         self._resume(resume, save_dir, epochs)  # sets self.epoch to the checkpoint's
         metrics = MetricSet(self._metrics)
-        steps = len(train_loader) if hasattr(train_loader, "__len__") else None
+        smoke = loop.fast_dev_run()  # $SAMPAN_FAST_DEV_RUN: a few batches per epoch, else no limit
+        steps = min(len(train_loader), smoke) if hasattr(train_loader, "__len__") else None
+        eval_steps = min(len(eval_loader), smoke) if eval_loader is not None and hasattr(eval_loader, "__len__") else None
         cbks.set_params({"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": train_bs,
                          "metrics": ["loss", *metrics.names()], "has_eval": eval_loader is not None,
-                         "eval_steps": len(eval_loader) if eval_loader is not None and hasattr(eval_loader, "__len__") else None,
-                         "in_fit": True})
+                         "eval_steps": eval_steps, "in_fit": True})
         self.history = cbks.find(History)[0]
         self.stop_training = False
         budget = num_iters if num_iters is not None else float("inf")
@@ -282,10 +283,10 @@ class Model:
             cbks.call("on_epoch_begin", epoch, {})
             start = self.global_step
             logs = loop.train_epoch(self._loop, self, train_loader, cbks, metrics, log_freq=log_freq,
-                                    max_steps=int(min(budget, loop.NO_LIMIT if steps is None else steps)))
+                                    max_steps=int(min(budget, smoke if steps is None else steps)))
             budget -= self.global_step - start
             if eval_loader is not None and ((epoch + 1) % eval_freq == 0 or epoch + 1 == epochs):
-                eval_logs = loop.evaluate_loop(self._loop, eval_loader, cbks, metrics, max_steps=loop.NO_LIMIT)
+                eval_logs = loop.evaluate_loop(self._loop, eval_loader, cbks, metrics, max_steps=smoke)
                 logs.update({f"eval_{k}": v for k, v in eval_logs.items() if isinstance(v, (int, float))})
             self.epoch = epoch + 1
             cbks.call("on_epoch_end", epoch, logs)
@@ -334,11 +335,12 @@ class Model:
         self._check_has_labels(eval_data, "eval_data")
         loader = self._loader(eval_data, "eval_data", batch_size=batch_size, shuffle=False, drop_last=False,
                               num_workers=num_workers)
+        smoke = loop.fast_dev_run()
+        max_steps = min(num_iters or loop.NO_LIMIT, smoke)
         cbks = self._callback_list(callbacks, verbose=verbose, log_freq=log_freq, save_dir=None, save_freq=1)
-        cbks.set_params({"verbose": verbose, "eval_steps": len(loader) if hasattr(loader, "__len__") else None,
-                         "in_fit": False})
-        return loop.evaluate_loop(self._loop, loader, cbks, MetricSet(self._metrics),
-                                  max_steps=num_iters or loop.NO_LIMIT)
+        cbks.set_params({"verbose": verbose, "eval_steps": min(len(loader), max_steps) if hasattr(loader, "__len__")
+                         else None, "in_fit": False})
+        return loop.evaluate_loop(self._loop, loader, cbks, MetricSet(self._metrics), max_steps=max_steps)
 
     def predict(self, test_data: Any, batch_size: int = 32, num_workers: int = 0, stack_outputs: bool = True,
                 verbose: int = 1, callbacks: Sequence[Callback] | None = None) -> list:

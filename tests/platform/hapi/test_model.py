@@ -108,6 +108,39 @@ def test_num_iters_stops_early(blobs, mlp):
     assert model.global_step == 5
 
 
+def test_fast_dev_run_cuts_fit_and_evaluate_to_a_few_batches_but_never_predict(blobs, mlp, monkeypatch, capsys):
+    from sampan.hapi import loop
+
+    train, val = blobs  # 192 and 64 samples: 12 and 4 batches of 16
+    seen = {"train": 0, "eval": 0}
+
+    class Count(sampan.callbacks.Callback):
+        def on_train_batch_end(self, step, logs=None):
+            seen["train"] += 1
+
+        def on_eval_batch_end(self, step, logs=None):
+            seen["eval"] += 1
+
+    monkeypatch.setenv(loop.FAST_DEV_RUN_ENV, "2")
+    model = prepared(mlp())
+    with pytest.warns(UserWarning, match="SAMPAN_FAST_DEV_RUN=2"):
+        history = model.fit(train, val, epochs=3, batch_size=16, verbose=1, callbacks=[Count()])
+    assert model.global_step == 6 and seen == {"train": 6, "eval": 6}  # 2 + 2 per epoch, every epoch still run
+    assert len(history["loss"]) == 3 and "2/2" in capsys.readouterr().err  # the progress bar counts the cut epoch
+    seen.update(train=0, eval=0)
+    model.evaluate(val, batch_size=16, verbose=0, callbacks=[Count()])
+    assert seen["eval"] == 2
+    (out,) = model.predict(val, batch_size=16, verbose=0)
+    assert out.shape == (64, 2)  # predict keeps one row per sample
+
+    monkeypatch.setenv(loop.FAST_DEV_RUN_ENV, "two")
+    with pytest.raises(ValueError, match=r"SAMPAN_FAST_DEV_RUN.*positive number.*'two'"):
+        model.fit(train, epochs=1, verbose=0)
+    monkeypatch.setenv(loop.FAST_DEV_RUN_ENV, "0")  # 0 (or unset) is a real run
+    model.fit(train, epochs=1, batch_size=16, verbose=0)
+    assert model.global_step == 12
+
+
 def test_seed_everything_makes_fit_repeatable(blobs, mlp):
     weights = []
     for _ in range(2):

@@ -161,3 +161,29 @@ def test_a_rank_that_crashes_after_its_result_does_not_stop_the_others():
     with pytest.warns(RuntimeWarning, match=r"Rank 1 crashed while exiting \(code -6\) after finishing its work"):
         results = sd.spawn(_rank_one_aborts_at_exit, nprocs=2, threads=1)
     assert results == ["zero", "one"]
+
+
+def _where_and_what() -> dict:
+    import os
+    import sys
+
+    return {"parent": os.getppid(), "torch_imported": "torch" in sys.modules, "note": os.environ.get("SAMPAN_TEST_NOTE"),
+            "cwd": os.getcwd()}
+
+
+def test_launches_fork_from_one_server_that_has_torch_and_see_the_launchers_environment_now(monkeypatch, tmp_path):
+    import os
+
+    monkeypatch.setenv("SAMPAN_TEST_NOTE", "first")
+    first = sd.spawn(_where_and_what, nprocs=2, threads=1)
+    monkeypatch.setenv("SAMPAN_TEST_NOTE", "second")  # set after the server started: the ranks must still see it
+    monkeypatch.chdir(tmp_path)
+    second = sd.notebook_launcher(_where_and_what, nprocs=2, threads=1)
+    parents = {r["parent"] for r in first + second}
+    assert len(parents) == 1 and os.getpid() not in parents  # one fork server, reused; never this process
+    assert all(r["torch_imported"] for r in second)
+    assert [r["note"] for r in first + second] == ["first", "first", "second", "second"]
+    assert {r["cwd"] for r in second} == {str(tmp_path)}
+    with pytest.raises(ValueError, match="start_method.*'forkserver', 'spawn' or 'fork'"):
+        sd.spawn(_where_and_what, nprocs=2, start_method="threads")
+    assert sd.spawn(_where_and_what, nprocs=2, threads=1, start_method="spawn")[0]["parent"] == os.getpid()

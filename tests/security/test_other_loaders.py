@@ -73,3 +73,19 @@ def test_export_help_says_that_network_runs_code(capsys):
     assert done.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "IMPORTS AND RUNS that Python module: name only code you trust (see docs/SECURITY.md)" in text
+
+
+def test_a_planted_embedding_cache_is_not_unpickled(marker, data_home):
+    """``ppmi_embeddings`` keeps its results in the data directory: a pickled array planted under the name it
+    reads is ignored (recomputed and replaced), never unpickled."""
+    from sampan.text import CharTokenizer, ppmi_embeddings
+
+    texts = ["这本书很好看", "这部电影很好看", "质量不好", "服务不好"] * 5
+    tok = CharTokenizer()
+    tok.build_vocab(texts)
+    honest = ppmi_embeddings(texts, tok, dim=4, window=2)
+    (stored,) = (data_home / "cache" / "ppmi").glob("*.npy")
+    np.save(stored, np.array([Payload(marker)], dtype=object), allow_pickle=True)
+    assert torch.equal(ppmi_embeddings(texts, tok, dim=4, window=2), honest)
+    assert not marker.exists()
+    assert np.load(stored, allow_pickle=False).dtype == np.float32  # replaced by the honest result

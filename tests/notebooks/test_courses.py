@@ -259,11 +259,11 @@ def _path_lessons() -> dict[str, str]:
 # others ~10 s): the lessons are dealt to PARTS test files so that `pytest -n N --dist loadfile` (make test) spreads
 # them evenly over the workers. The lessons that launch process groups go to one part: they run one at a time anyway
 # (lesson_helpers.lesson_run), so in two parts one worker would wait for the other.
-_COST = {"sentiment_reviews_zh": 67, "distributed_training": 50, "transformer_zh": 47, "large_models": 28,
-         "serving": 24, "transfer_learning_defects": 22, "compress_a_model": 21, "develop_dynamic_deploy_static": 19,
-         "profiling_and_memory": 14, "experiments": 13, "custom_cpp_operator": 12, "from_paddle": 12,
-         "first_model": 12, "training_craft": 11, "distillation": 11, "environment_check": 10, "gan_digits": 9,
-         "mixed_precision": 8, "datasets_and_transforms": 7, "tensors_and_autograd": 4}
+_COST = {"sentiment_reviews_zh": 280, "transformer_zh": 255, "serving": 185, "develop_dynamic_deploy_static": 140,
+         "transfer_learning_defects": 140, "compress_a_model": 116, "distributed_training": 93, "distillation": 79,
+         "large_models": 76, "first_model": 71, "experiments": 67, "profiling_and_memory": 67, "gan_digits": 58,
+         "custom_cpp_operator": 55, "training_craft": 46, "from_paddle": 42, "environment_check": 38,
+         "datasets_and_transforms": 35, "mixed_precision": 29, "tensors_and_autograd": 21}
 PARTS = 4  # test_courses.py and test_courses_part1..3.py
 
 

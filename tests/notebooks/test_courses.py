@@ -259,7 +259,7 @@ def _path_lessons() -> dict[str, str]:
 # others ~10 s): the lessons are dealt to PARTS test files so that `pytest -n N --dist loadfile` (make test) spreads
 # them evenly over the workers. The lessons that launch process groups go to one part: they run one at a time anyway
 # (lesson_helpers.lesson_run), so in two parts one worker would wait for the other.
-_COST = {"sentiment_reviews_zh": 280, "transformer_zh": 255, "serving": 185, "develop_dynamic_deploy_static": 140,
+_COST = {"sentiment_reviews_zh": 280, "transformer_zh": 100, "serving": 185, "develop_dynamic_deploy_static": 140,
          "transfer_learning_defects": 140, "compress_a_model": 116, "distributed_training": 93, "distillation": 79,
          "large_models": 76, "first_model": 71, "experiments": 67, "profiling_and_memory": 67, "gan_digits": 58,
          "custom_cpp_operator": 55, "training_craft": 46, "from_paddle": 42, "environment_check": 38,

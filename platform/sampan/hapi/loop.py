@@ -34,12 +34,12 @@ FAST_DEV_RUN_ENV = "SAMPAN_FAST_DEV_RUN"
 _FAST_DEV_RUN_SAID: set[int] = set()
 
 
-def fast_dev_run() -> int:
+def fast_dev_run(stacklevel: int = 1) -> int:
     """The batches per epoch that ``Model.fit`` and ``Model.evaluate`` stop at: ``$SAMPAN_FAST_DEV_RUN``
     (a smoke run, as Lightning's ``fast_dev_run``: every line of a notebook or script runs, each training
     and evaluation on a few batches, so a mistake shows in seconds; the numbers it learns mean nothing),
     else :data:`NO_LIMIT`. ``predict`` is never cut: its outputs keep one row per sample. Says so once
-    per process.
+    per process; the warning names the line ``stacklevel`` frames above the caller (1: the caller's caller).
 
     Example (a shell; the test suite runs every lesson's starter code this way)::
 
@@ -62,7 +62,7 @@ def fast_dev_run() -> int:
         _FAST_DEV_RUN_SAID.add(batches)
         warnings.warn(f"{FAST_DEV_RUN_ENV}={batches}: fit and evaluate stop after {batches} batches per epoch "
                       f"(a smoke run: everything runs, nothing is learned). Unset it for a real run.",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=stacklevel + 2)
     return batches
 
 

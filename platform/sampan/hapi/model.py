@@ -265,7 +265,7 @@ class Model:
         self.epoch = 0
         self._resume(resume, save_dir, epochs)  # sets self.epoch to the checkpoint's
         metrics = MetricSet(self._metrics)
-        smoke = loop.fast_dev_run()  # $SAMPAN_FAST_DEV_RUN: a few batches per epoch, else no limit
+        smoke = loop.fast_dev_run(stacklevel=2)  # $SAMPAN_FAST_DEV_RUN (fit is wrapped: 2 frames up)
         steps = min(len(train_loader), smoke) if hasattr(train_loader, "__len__") else None
         eval_steps = min(len(eval_loader), smoke) if eval_loader is not None and hasattr(eval_loader, "__len__") else None
         cbks.set_params({"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": train_bs,

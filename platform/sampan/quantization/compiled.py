@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 import re
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -124,15 +124,16 @@ class Int8Compiled(nn.Module):
     def __init__(self, module: nn.Module, flow: str, max_autotune: bool):
         super().__init__()
         self.module, self.flow, self.max_autotune = module, flow, max_autotune
-        self._compiled = None if flow == "fbgemm" else torch.compile(module, dynamic=False,
-                                                                     backend=_Int8Backend(max_autotune))
+        self._compiled = None if flow == "fbgemm" else self._compile()
         self._shapes: set[tuple] = set()
 
+    def _compile(self) -> Callable:
+        return torch.compile(self.module, dynamic=False, backend=_Int8Backend(self.max_autotune))
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        if self._compiled is None:
-            with torch.no_grad():
-                return self.module(*args, **kwargs)
         with torch.no_grad():  # freezing folds the weights only in an inference graph
+            if self._compiled is None:
+                return self.module(*args, **kwargs)
             shapes = tuple((a.shape, a.dtype) for a in args if isinstance(a, torch.Tensor))
             if shapes in self._shapes:
                 from torch._dynamo.utils import counters
@@ -142,7 +143,7 @@ class Int8Compiled(nn.Module):
                 if counters["stats"]["unique_graphs"] == graphs:
                     return out
                 # it compiled after all (torch.compile's caches were reset), so without freezing: again
-                self._compiled = torch.compile(self.module, dynamic=False, backend=_Int8Backend(self.max_autotune))
+                self._compiled = self._compile()
             # a new shape compiles; Dynamo reads `freezing` while it captures (weights as constants,
             # not inputs). The patch costs ~50 us, so only calls that may compile pay it.
             with torch._inductor.config.patch(freezing=True):

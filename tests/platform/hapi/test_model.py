@@ -123,8 +123,9 @@ def test_fast_dev_run_cuts_fit_and_evaluate_to_a_few_batches_but_never_predict(b
 
     monkeypatch.setenv(loop.FAST_DEV_RUN_ENV, "2")
     model = prepared(mlp())
-    with pytest.warns(UserWarning, match="SAMPAN_FAST_DEV_RUN=2"):
+    with pytest.warns(UserWarning, match="SAMPAN_FAST_DEV_RUN=2") as said:
         history = model.fit(train, val, epochs=3, batch_size=16, verbose=1, callbacks=[Count()])
+    assert said[0].filename == __file__  # the warning names the learner's line, not sampan's
     assert model.global_step == 6 and seen == {"train": 6, "eval": 6}  # 2 + 2 per epoch, every epoch still run
     assert len(history["loss"]) == 3 and "2/2" in capsys.readouterr().err  # the progress bar counts the cut epoch
     seen.update(train=0, eval=0)

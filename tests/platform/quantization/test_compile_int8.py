@@ -125,3 +125,16 @@ def test_ptq_takes_an_activation_module_called_twice():
     with torch.no_grad():
         ref = net(x)
         assert (q(x) - ref).abs().max() < 0.05 * ref.abs().max()
+
+
+def test_after_torch_compile_caches_are_reset_it_compiles_once_more_and_agrees(mlp):
+    from torch._dynamo.utils import counters
+
+    fast = compile_int8(quantize_dynamic(mlp), max_autotune=False, backend="inductor")
+    x = torch.randn(4, 64)
+    before = fast(x)
+    torch._dynamo.reset()  # as sampan.jit.explain does: the next call compiles, unseen by the shape cache
+    torch.testing.assert_close(fast(x), before)
+    graphs = counters["stats"]["unique_graphs"]
+    torch.testing.assert_close(fast(x), before)
+    assert counters["stats"]["unique_graphs"] == graphs  # compiled again once (with freezing), then reused

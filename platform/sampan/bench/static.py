@@ -11,7 +11,8 @@ Two predictors: the default one (fp32 candidates only; ``predictor/ort`` compare
 one with ``Config.enable_mkldnn_bfloat16()``, whose column ``predictor bf16 / ORT fp32`` crosses
 precisions (its ``bf16 backend`` says which candidate it chose, and ``bf16 max diff`` how far its
 outputs are from eager's: the largest absolute difference, and relative to the largest eager output).
-On a CPU without native bf16 it refuses the bf16 candidate and runs an fp32 one.
+On a CPU without native bf16 it refuses the bf16 candidate and runs an fp32 one. A third predictor has
+``Config.enable_winograd()`` (fp32; column ``predictor winograd / ORT``, its backend in ``winograd backend``).
 """
 from __future__ import annotations
 
@@ -68,9 +69,15 @@ def _prepare(name: str, net, spec: InputSpec, folder: Path, *, aoti: bool, threa
     config_bf16.enable_mkldnn_bfloat16()
     predictor_bf16, compile_s["create_predictor bf16"] = _timed(lambda: create_predictor(config_bf16))
     print(predictor_bf16.report(), file=sys.stderr, flush=True)
+    config_winograd = Config(prefix)
+    config_winograd.set_cpu_math_library_num_threads(threads)
+    config_winograd.enable_winograd()
+    predictor_winograd, compile_s["create_predictor winograd"] = _timed(lambda: create_predictor(config_winograd))
+    print(predictor_winograd.report(), file=sys.stderr, flush=True)
     session = ort_session(f"{prefix}.onnx", threads=threads)
     return {"static": static, "static_winograd": static_winograd, "predictor": predictor,
-            "predictor_bf16": predictor_bf16, "session": session, "compile_s": compile_s}
+            "predictor_bf16": predictor_bf16, "predictor_winograd": predictor_winograd, "session": session,
+            "compile_s": compile_s}
 
 
 def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) -> dict:
@@ -84,12 +91,14 @@ def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) 
         parts["static_winograd"](x)  # the second call compiles the Winograd variant and chooses
         eager_out = net(x).numpy()
         bf16_out = predictor_bf16.run([xn])[0]  # compiles the bf16 graph for this size range, if chosen
+        parts["predictor_winograd"].run([xn])    # likewise
         times = interleaved({
             "eager": lambda: net(x),
             "to_static": lambda: static(x),
             "to_static winograd": lambda: parts["static_winograd"](x),
             "predictor": lambda: predictor.run([xn]),
             "predictor bf16": lambda: predictor_bf16.run([xn]),
+            "predictor winograd": lambda: parts["predictor_winograd"].run([xn]),
             "onnxruntime": lambda: session.run(None, {spec.name: xn}),
         }, repeat=repeat, warmup=2)
     bf16_diff = float(abs(bf16_out - eager_out).max())
@@ -105,6 +114,8 @@ def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) 
         "predictor bf16 / ORT fp32": times["predictor bf16"] / times["onnxruntime"],
         "bf16 backend": f"{predictor_bf16.backend} ({predictor_bf16.precision})",
         "bf16 max diff": f"{bf16_diff:.2g} ({bf16_diff / float(abs(eager_out).max()):.1e} rel)",
+        "predictor winograd / ORT": times["predictor winograd"] / times["onnxruntime"],
+        "winograd backend": parts["predictor_winograd"].backend,
         "to_static path": _path(static, x),
         "to_static compile s": first_call,
     }
@@ -143,7 +154,8 @@ def run(quick: bool = False, threads: int | None = None) -> dict:
     columns = ["model", "batch", "eager ms", "to_static ms", "predictor ms", "onnxruntime ms", "eager/to_static",
                "to_static path", "to_static winograd ms", "eager/to_static winograd", "winograd path",
                "eager/predictor", "predictor/ort", "predictor backend", "predictor bf16 ms",
-               "predictor bf16 / ORT fp32", "bf16 backend", "bf16 max diff"]
+               "predictor bf16 / ORT fp32", "bf16 backend", "bf16 max diff", "predictor winograd ms",
+               "predictor winograd / ORT", "winograd backend"]
     print_table(f"static: eager vs to_static vs predictor vs ONNX Runtime (CPU, {torch.get_num_threads()} threads)",
                 rows, columns)
     compile_rows = [{"model": m, **{k: v for k, v in c.items()},

@@ -5,7 +5,8 @@ A :class:`Config` names the model (the prefix given to ``sampan.jit.save`` /
 the ``torch.export`` program, the AOTInductor package or ONNX Runtime (by default the
 fastest of those that agree with each other on this device). With
 ``Config.enable_mkldnn_bfloat16()`` a bfloat16 candidate joins them on CPUs with native bf16
-(:mod:`sampan.inference.bf16`); ``Predictor.report()`` says what each candidate computes in.
+(:mod:`sampan.inference.bf16`), and with ``Config.enable_winograd()`` an fp32 one whose 3 x 3 convolutions
+run by Winograd (:mod:`sampan.inference.winograd`); ``Predictor.report()`` says what each candidate computes in.
 
 Example:
     >>> config = sampan.inference.Config("out/lenet")                    # doctest: +SKIP

@@ -57,7 +57,12 @@ def compile_bf16(module: torch.nn.Module, specs: list[InputSpec]) -> Callable:
         outs = out if isinstance(out, (list, tuple)) else [out]
         return [o.float() if o.dtype == torch.bfloat16 else o for o in outs]
 
-    compiled = torch.compile(forward, backend=FrozenBackend("inductor"), fullgraph=True)  # graphs of its own
+    return compile_frozen(forward, specs, FrozenBackend("inductor"))  # graphs of its own
+
+
+def compile_frozen(forward: Callable, specs: list[InputSpec], backend: FrozenBackend) -> Callable:
+    """``forward`` compiled by ``backend`` with inductor's freezing on; dynamic dims follow ``specs``."""
+    compiled = torch.compile(forward, backend=backend, fullgraph=True)
     dynamic = [list(s.dynamic_dims) for s in specs]
 
     def run(*args):

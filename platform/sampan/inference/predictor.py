@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from sampan.errors import SampanError, UnsafeFileError, bad_argument, first_line
-from sampan.inference import bf16
+from sampan.inference import bf16, winograd
 from sampan.inference.config import Config
 from sampan.jit import _artifacts as art
 from sampan.jit._specs import allclose, check_inputs, example_inputs, max_abs_diff
@@ -30,7 +30,7 @@ class Candidate:
 
     def __str__(self) -> str:
         latency = f"{self.latency_s * 1e3:.3g} ms" if self.latency_s is not None else "not timed"
-        return f"{'*' if self.chosen else ' '} {self.name:<14} {self.precision:<5} {latency:>12}  {self.reason}"
+        return f"{'*' if self.chosen else ' '} {self.name:<17} {self.precision:<5} {latency:>12}  {self.reason}"
 
 
 class _TorchBackend:
@@ -98,9 +98,12 @@ class Predictor:
     With ``config.enable_mkldnn_bfloat16()``, ``backend="auto"`` also tries ``"inductor-bf16"`` (the
     program in bfloat16, :mod:`sampan.inference.bf16`), verified against the fp32 reference with a bf16
     tolerance and kept only when it is the fastest.
+    With ``config.enable_winograd()`` it also tries ``"inductor-winograd"`` (the program frozen, its 3 x 3
+    convolutions by Winograd, :mod:`sampan.inference.winograd`), verified with the fp32 tolerance.
 
     Attributes:
-        backend: the backend in use (``"pt2"``, ``"aoti"``, ``"onnxruntime"`` or ``"inductor-bf16"``).
+        backend: the backend in use (``"pt2"``, ``"aoti"``, ``"onnxruntime"``, ``"inductor-bf16"`` or
+            ``"inductor-winograd"``).
         precision: the precision the chosen backend computes in (``"fp32"`` or ``"bf16"``).
         timings: seconds per call of each verified candidate measured by ``backend="auto"``.
         rejected: candidates that failed to load, disagreed with the reference or were refused (bf16 on a
@@ -131,12 +134,15 @@ class Predictor:
     # -- selection ---------------------------------------------------------------------------------
     def _choose(self, names: list[str]) -> tuple[str, Callable]:
         loaded = self._load(names)
-        if self.config.mkldnn_bfloat16_enabled():
-            names = [*names, bf16.NAME]
-            refused = bf16.refusal(self.config, self._meta["artifacts"])
-            if refused:
-                self.rejected[bf16.NAME] = f"refused: {refused}"
-        if len(loaded) == 1 and (bf16.NAME not in names or bf16.NAME in self.rejected):
+        # the opt-in candidates, compiled from the .pt2 program: bf16 (enable_mkldnn_bfloat16), Winograd (enable_winograd)
+        for kind, enabled in ((bf16, self.config.mkldnn_bfloat16_enabled()), (winograd, self.config.winograd_enabled())):
+            if enabled:
+                names = [*names, kind.NAME]
+                refused = kind.refusal(self.config, self._meta["artifacts"])
+                if refused:
+                    self.rejected[kind.NAME] = f"refused: {refused}"
+        extra = [n for n in (bf16.NAME, winograd.NAME) if n in names and n not in self.rejected]
+        if len(loaded) == 1 and not extra:
             name = next(iter(loaded))
             why = "requested by Config.set_backend" if self.config.backend != "auto" else "the only one that loaded"
             self._record(names, {}, name, why)
@@ -151,8 +157,10 @@ class Predictor:
                 self.rejected[name] = f"disagrees with {first} by {max_abs_diff(outputs[name], reference):.3g}"
                 warnings.warn(f"Predictor: the {name} backend disagrees with the others; not using it.", RuntimeWarning)
                 del loaded[name]
-        if bf16.NAME in names and bf16.NAME not in self.rejected:
+        if bf16.NAME in extra:
             self._try_bf16(loaded, sample, reference, first)
+        if winograd.NAME in extra:
+            self._try_winograd(loaded, sample, reference, first)
         self.timings = _time_each(loaded, sample)
         best = min(self.timings, key=self.timings.get)
         self._record(names, self.timings, best, "fastest of the verified backends")
@@ -181,10 +189,7 @@ class Predictor:
         one for every larger batch, and each graph that may serve is checked before it can be chosen."""
         tolerance = self.config.bf16_max_rel_error
         try:
-            pt2 = loaded.get("pt2")
-            module = pt2.runner if isinstance(pt2, _TorchBackend) else _load_backend(
-                "pt2", art.check_artifact(self.config.prefix, self._meta, "pt2"), self.config, self._specs).runner
-            run = _TorchBackend(bf16.compile_bf16(module, self._specs), "cpu")
+            run = _TorchBackend(bf16.compile_bf16(self._pt2_module(loaded), self._specs), "cpu")
             error = bf16.relative_error(run(sample), reference)
             if any(s.dynamic_dims for s in self._specs):
                 sample2 = [t.numpy() for t in example_inputs(self._specs, batch=2, seed=4)]
@@ -202,6 +207,41 @@ class Predictor:
             return
         self.bf16_error = error
         loaded[bf16.NAME] = run
+
+    def _try_winograd(self, loaded: dict[str, Callable], sample: list[np.ndarray], reference: list[np.ndarray],
+                      first: str) -> None:
+        """Adds the Winograd candidate to ``loaded`` when it replaced a convolution and agrees with the
+        ``reference`` within the fp32 tolerance (at batch 2 too, with a dynamic dimension); else records why not."""
+        try:
+            compiled, backend = winograd.compile_winograd(self._pt2_module(loaded), self._specs)
+            run = _TorchBackend(compiled, "cpu")
+            checks = [(run(sample), reference)]
+            if any(s.dynamic_dims for s in self._specs):
+                sample2 = [t.numpy() for t in example_inputs(self._specs, batch=2, seed=4)]
+                checks.append((run(sample2), loaded[first](sample2)))
+        except UnsafeFileError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure to compile means: the other candidates, say why
+            self.rejected[winograd.NAME] = f"could not compile or run it: {first_line(exc)}"
+            return
+        if not backend.rewritten:
+            self.rejected[winograd.NAME] = "the model has no 3x3 stride-1 convolution that Winograd takes"
+            return
+        for out, ref in checks:
+            if not allclose(out, ref, rtol=1e-3, atol=1e-4):
+                self.rejected[winograd.NAME] = f"disagrees with {first} by {max_abs_diff(out, ref):.3g}"
+                warnings.warn(f"Predictor: the {winograd.NAME} backend disagrees with the others; not using it.",
+                              RuntimeWarning)
+                return
+        loaded[winograd.NAME] = run
+
+    def _pt2_module(self, loaded: dict[str, Callable]) -> torch.nn.Module:
+        """The ``.pt2`` program as a module (the loaded candidate's, else loaded now: checked like every ``.pt2``)."""
+        pt2 = loaded.get("pt2")
+        if isinstance(pt2, _TorchBackend):
+            return pt2.runner
+        return _load_backend("pt2", art.check_artifact(self.config.prefix, self._meta, "pt2"), self.config,
+                             self._specs).runner
 
     def _record(self, names: list[str], timings: dict[str, float], best: str, why: str) -> None:
         for name in names:
@@ -223,8 +263,8 @@ class Predictor:
         Example:
             >>> print(predictor.report())  # doctest: +SKIP
             Predictor candidates (precision, latency at batch 1 timed interleaved, why):
-            * onnxruntime    fp32     0.0412 ms  fastest of the verified backends
-              pt2            fp32      0.215 ms  slower than onnxruntime
+            * onnxruntime       fp32     0.0412 ms  fastest of the verified backends
+              pt2               fp32      0.215 ms  slower than onnxruntime
         """
         head = "Predictor candidates (precision, latency at batch 1 timed interleaved, why):"
         return "\n".join([head, *(str(c) for c in self.candidates)])

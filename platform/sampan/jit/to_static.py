@@ -339,7 +339,7 @@ class StaticFunction:
             self.winograd_note = f"Winograd variant failed to compile: {_first_line(exc)}"
             return False
         if not self._winograd_backend.rewritten:
-            self.winograd_note = "no 3x3 stride-1 convolution that Winograd F(2x2, 3x3) takes"
+            self.winograd_note = "no 3x3 stride-1 convolution that Winograd takes"
             return False
         expected = self.original(*args, **kwargs)
         if not allclose(out, expected, rtol=self.rtol, atol=self.atol):
@@ -558,12 +558,14 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             training step on each path, leaving no trace), and take the faster path from then on
             (``forward.train_choice``); in a distributed job they always run compiled.
         winograd: also try, per inference input shape, the frozen graph with its 3 x 3 stride-1
-            convolutions computed by Winograd F(2 x 2, 3 x 3) (:mod:`sampan.jit.winograd`: 2.25x fewer
-            multiplications), checked against eager and kept only when it is the fastest. Worth it where
-            the direct convolution is already at the FMA units' limit, such as AVX2-only CPUs (resnet18 at
-            batch 1 on an AMD EPYC: 1.60x eager against 1.42x for the plain frozen graph); costs a second
-            compile of the network (about 50 s for resnet18 on one core). Needs ``backend="inductor"``,
-            freezing and ``pick_faster`` (a ValueError says so otherwise).
+            convolutions computed by Winograd (:mod:`sampan.jit.winograd`: F(4 x 4, 3 x 3), 4x fewer
+            multiplications, in a C++ kernel built on first use where a map is large enough and a compiler
+            is present; else F(2 x 2, 3 x 3), 2.25x fewer), checked against eager and kept only when it is
+            the fastest. Worth it where the direct convolution is already at the FMA units' limit, such as
+            AVX2-only CPUs (resnet18 at batch 1 on an AMD EPYC: 1.77x eager against 1.32x for the plain frozen
+            graph); costs a second compile of the network (about 25 s for resnet18 on one core, plus the
+            kernel's build, about a minute, once per machine). Needs ``backend="inductor"``, freezing and
+            ``pick_faster`` (a ValueError says so otherwise).
 
     Example:
         >>> net = sampan.jit.to_static(LeNet(), input_spec=[sampan.InputSpec([None, 1, 28, 28])])  # doctest: +SKIP

@@ -42,7 +42,7 @@ def test_bf16_candidate_is_verified_timed_and_chosen_only_when_fastest(exported_
     assert {c.precision for c in predictor.candidates if c.name != bf16.NAME} == {"fp32"}
     assert predictor.precision == ("bf16" if candidate.chosen else "fp32")
     report = predictor.report()
-    assert f"{bf16.NAME}  bf16" in report and "onnxruntime    fp32" in report and "precision" in report
+    assert f"{bf16.NAME}     bf16" in report and "onnxruntime       fp32" in report and "precision" in report
     x = np.random.default_rng(5).standard_normal((1, 1, 28, 28)).astype("float32")
     ref = net(torch.from_numpy(x)).detach().numpy()
     (logits,) = predictor.run([x])
@@ -56,7 +56,7 @@ def test_bf16_that_disagrees_beyond_its_tolerance_is_rejected_with_the_error(exp
     assert predictor.backend in ("pt2", "onnxruntime") and predictor.precision == "fp32"
     assert bf16.NAME not in predictor.timings
     assert predictor.report().count("\n") == 3
-    assert f"{bf16.NAME}  bf16     not timed  rejected: disagrees with pt2 (fp32) by a relative error of" \
+    assert f"{bf16.NAME}     bf16     not timed  rejected: disagrees with pt2 (fp32) by a relative error of" \
         in predictor.report() and "> 1e-06" in predictor.report()
 
 

@@ -1,12 +1,13 @@
-"""Winograd F(2x2, 3x3) convolutions: the same results as the direct convolution, put only where they apply, and
-a to_static inference candidate that is verified and timed beside the others."""
+"""Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions: the same results as the direct convolution, put only where
+they apply, and a to_static inference candidate that is verified and timed beside the others."""
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 import sampan
-from sampan.jit.winograd import conv3x3, rewrite
+import sampan.jit.winograd as winograd
+from sampan.jit.winograd import conv3x3, conv3x3_f4, rewrite
 
 
 @pytest.mark.parametrize("shape,padding",
@@ -21,6 +22,45 @@ def test_winograd_convolution_matches_the_direct_one(shape, padding):
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
     torch.testing.assert_close(conv3x3(x, w, None, padding), F.conv2d(x, w, padding=padding), rtol=1e-4,
                                atol=1e-4 * float(ref.abs().max()))
+
+
+@pytest.mark.parametrize("shape,padding", [((2, 16, 9, 7), 1), ((1, 32, 8, 8), 0), ((3, 16, 5, 6), 2),
+                                           ((1, 24, 1, 1), 1), ((1, 64, 56, 56), 1)])
+def test_winograd_f4_kernel_matches_the_direct_convolution(shape, padding):
+    assert winograd.f4_unavailable() is None  # this project's machines have AVX2 and g++ (as the C++ lesson needs)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(*shape, generator=g)
+    w = torch.randn(40, shape[1], 3, 3, generator=g) / (9 * shape[1]) ** 0.5
+    b = torch.randn(40, generator=g)
+    ref = F.conv2d(x.double(), w.double(), b.double(), padding=padding)
+    for bias in (b, None):
+        got = conv3x3_f4(x, w, bias, padding)
+        assert got.shape == ref.shape and got.dtype == torch.float32
+        expected = ref if bias is not None else ref - b.double().reshape(1, -1, 1, 1)
+        # F(4x4) rounds more than the direct convolution (its transforms' constants reach 8 and 1/24), still ~1e-5
+        assert (got.double() - expected).abs().max() <= 1e-4 * max(1.0, float(expected.abs().max()))
+
+
+def test_the_f4_kernel_refuses_what_it_cannot_take_by_name():
+    assert winograd.f4_unavailable() is None
+    op = torch.ops.sampan_winograd.conv3x3_f4
+    with pytest.raises(RuntimeError, match="multiples of 8.*C = 12"):
+        op(torch.randn(1, 12, 8, 8), torch.randn(36, 12, 16), torch.empty(0), 1)
+    with pytest.raises(RuntimeError, match=r"u must be the transformed weights \[36, C, K\]"):
+        op(torch.randn(1, 16, 8, 8), torch.randn(16, 16, 3, 3), torch.empty(0), 1)
+    with pytest.raises(RuntimeError, match="float32"):
+        op(torch.randn(1, 16, 8, 8, dtype=torch.float64), torch.randn(36, 16, 16), torch.empty(0), 1)
+
+
+def test_without_the_f4_kernel_every_convolution_gets_f2_and_conv3x3_f4_says_why(monkeypatch):
+    monkeypatch.setitem(winograd._F4_STATE, "reason", "no C++ compiler ('c++' is not on PATH)")
+    with pytest.raises(RuntimeError, match=r"F\(4x4, 3x3\) cannot run here: no C\+\+ compiler.*HINT: use conv3x3"):
+        conv3x3_f4(torch.randn(1, 16, 8, 8), torch.randn(16, 16, 3, 3), None, 1)
+    net = _Sized().eval()
+    targets, backend = _targets_backend()
+    with torch.no_grad():
+        torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(torch.randn(2, 3, 24, 24))
+    assert targets == [[conv3x3]]
 
 
 class _Net(nn.Module):
@@ -50,6 +90,18 @@ def _counting_backend():
     return counts, backend
 
 
+def _targets_backend():
+    """A torch.compile backend that runs the Winograd rewrite and records the function put in for each conv."""
+    targets = []
+
+    def backend(gm, example_inputs):
+        rewrite(gm)
+        targets.append([n.target for n in gm.graph.nodes if n.target in (conv3x3, conv3x3_f4)])
+        return gm.forward
+
+    return targets, backend
+
+
 class _Sized(_Net):
     def forward(self, x):  # a code object of its own: its two sizes below leave _Net's graphs static
         return super().forward(x)
@@ -66,6 +118,31 @@ def test_rewrite_takes_only_3x3_stride_1_convolutions_with_enough_channels_and_t
         torch._dynamo.reset()
         torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(torch.randn(2, 3, 8, 8))
     assert counts == [1, 0]   # 16 x 16: `body` only; 8 x 8: 16 tiles of 2 x 2 outputs, too few
+
+
+class _Wide(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+@pytest.mark.parametrize("channels,size,expected", [(16, 16, "f4"),    # 4 x 4 tiles of 4 x 4: F(4x4)
+                                                    (20, 16, "f2"),    # 20 channels: not multiples of 8
+                                                    (16, 12, "f2"),    # 3 x 3 tiles of 4 x 4, 36 of 2 x 2
+                                                    (16, 8, None)])    # too few tiles for either
+def test_rewrite_puts_f4_where_its_kernel_pays_else_f2(channels, size, expected):
+    assert winograd.f4_unavailable() is None
+    torch.manual_seed(0)
+    net = _Wide(channels).eval()
+    targets, backend = _targets_backend()
+    x = torch.randn(2, channels, size, size)
+    with torch.no_grad():
+        out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
+        torch.testing.assert_close(out, net(x), rtol=1e-4, atol=1e-4)
+    assert targets == [{"f4": [conv3x3_f4], "f2": [conv3x3], None: []}[expected]]
 
 
 def test_to_static_times_the_winograd_candidate_and_keeps_results_right():

@@ -1,0 +1,50 @@
+"""The predictor's Winograd candidate: the exported program, frozen, with its 3 x 3 convolutions by Winograd.
+
+With ``Config.enable_winograd()`` the :class:`~sampan.inference.Predictor` also considers ``inductor-winograd``:
+the ``.pt2`` program (checked by ``sampan.jit._safety`` like every ``.pt2`` the predictor opens) compiled by
+inductor with freezing, its 3 x 3 stride-1 convolutions replaced by :mod:`sampan.jit.winograd` (F(4 x 4, 3 x 3)
+in a C++ kernel built on first use where a map is large enough, else F(2 x 2, 3 x 3)). Fewer multiplications is
+the one way left to beat ONNX Runtime on a CPU whose direct convolutions already run at the FMA units' peak
+(AVX2-only CPUs; resnet18 at batch 1: 0.80x ONNX Runtime's latency on a 2-core AMD EPYC, BENCHMARKS.md).
+
+It computes in float32 and is verified against the reference (the first artifact) with the fp32 tolerance of
+the other candidates (Winograd's rounding error is ~1e-5 of the outputs' scale), at batch 1 and, with a
+dynamic dimension, at batch 2; it is chosen only when it is the fastest verified candidate.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from sampan.inference.bf16 import compile_frozen
+from sampan.jit.to_static import FrozenBackend
+from sampan.spec import InputSpec
+
+NAME = "inductor-winograd"
+
+
+def refusal(config, exported: dict) -> str | None:
+    """Why the Winograd candidate cannot be tried for ``config``, or None when it can."""
+    if config.backend != "auto":
+        return (f"Config.set_backend({config.backend!r}) asks for that backend only; the Winograd candidate is "
+                "considered with set_backend('auto')")
+    if config.use_gpu():
+        return "enable_winograd is a CPU option (cuDNN picks Winograd on its own) and this predictor runs on a GPU"
+    if "pt2" not in exported:
+        return "it compiles the .pt2 program and this model folder has none (export it with sampan.jit.save)"
+    return None
+
+
+def compile_winograd(module: torch.nn.Module, specs: list[InputSpec]) -> tuple[Callable, FrozenBackend]:
+    """``module`` compiled with freezing and the Winograd rewrite; the backend tells how many convolutions it
+    replaced (``backend.rewritten``, after the first call)."""
+    from sampan.jit.winograd import rewrite
+
+    backend = FrozenBackend("inductor", rewrite=rewrite)
+
+    def forward(*args):
+        out = module(*args)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+
+    return compile_frozen(forward, specs, backend), backend

@@ -1,0 +1,95 @@
+"""sampan.inference with Config.enable_winograd(): the Winograd candidate (the .pt2 program frozen, its 3x3
+convolutions by Winograd) is verified, timed, chosen only when fastest, and refused or rejected with the reason."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import sampan
+from sampan import InputSpec
+from sampan.inference import Config, create_predictor, winograd
+
+
+class _ConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.body = nn.Conv2d(16, 16, 3, padding=1)  # 32 x 32, 16 channels: F(4x4, 3x3)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(torch.relu(self.stem(x)))).mean((2, 3)))
+
+
+def _config(prefix, backend="auto") -> Config:
+    config = Config(prefix)
+    config.set_cpu_math_library_num_threads(torch.get_num_threads())
+    config.set_backend(backend)
+    config.enable_winograd()
+    return config
+
+
+@pytest.fixture(scope="module")
+def exported_convnet(tmp_path_factory):
+    torch.manual_seed(0)
+    net = _ConvNet().eval()
+    prefix = tmp_path_factory.mktemp("convnet") / "convnet"
+    spec = InputSpec([None, 3, 32, 32], "float32", "image")
+    sampan.jit.save(net, prefix, input_spec=[spec], output_names=["logits"])
+    sampan.onnx.export(net, prefix, input_spec=[spec], output_names=["logits"])
+    return net, prefix
+
+
+def test_winograd_candidate_is_verified_timed_and_chosen_only_when_fastest(exported_convnet):
+    net, prefix = exported_convnet
+    config = _config(prefix)
+    assert "winograd: on" in config.summary()
+    predictor = create_predictor(config)
+    assert set(predictor.timings) == {"pt2", "onnxruntime", winograd.NAME} and not predictor.rejected
+    assert predictor.backend == min(predictor.timings, key=predictor.timings.get)
+    candidate = next(c for c in predictor.candidates if c.name == winograd.NAME)
+    assert candidate.precision == "fp32" and candidate.latency_s == predictor.timings[winograd.NAME]
+    assert candidate.reason == ("fastest of the verified backends" if candidate.chosen
+                                else f"slower than {predictor.backend}")
+    assert f"{winograd.NAME} fp32" in predictor.report()
+    x = np.random.default_rng(5).standard_normal((3, 3, 32, 32)).astype("float32")  # another batch size
+    (logits,) = predictor.run([x])
+    np.testing.assert_allclose(logits, net(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_the_candidate_itself_computes_by_winograd_and_agrees(exported_convnet):
+    from sampan.jit.winograd import conv3x3_f4
+
+    net, prefix = exported_convnet
+    module = torch.export.load(str(prefix) + ".pt2").module()
+    run, backend = winograd.compile_winograd(module, [InputSpec([None, 3, 32, 32], "float32", "image")])
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        (out,) = run(x)
+        torch.testing.assert_close(out, net(x), rtol=1e-4, atol=1e-5)
+    assert backend.rewritten == 1  # `body`; the stem's 3 input channels are too few to gain
+    with torch.no_grad(), torch.profiler.profile() as prof:
+        run(x)
+    assert any("sampan_winograd::conv3x3_f4" in e.name for e in prof.events()), conv3x3_f4.__name__
+
+
+def test_a_model_without_a_convolution_winograd_takes_is_rejected_with_the_reason(exported_lenet):
+    _, prefix = exported_lenet  # LeNet: a 3x3 conv with one input channel and a 5x5 one
+    predictor = create_predictor(_config(prefix))
+    assert winograd.NAME not in predictor.timings
+    assert predictor.rejected[winograd.NAME] == "the model has no 3x3 stride-1 convolution that Winograd takes"
+    assert "inductor-winograd fp32     not timed  rejected: the model has no 3x3" in predictor.report()
+
+
+def test_winograd_with_a_backend_set_is_refused_and_the_report_says_why(exported_convnet):
+    _, prefix = exported_convnet
+    predictor = create_predictor(_config(prefix, backend="onnxruntime"))
+    assert predictor.backend == "onnxruntime"
+    assert predictor.rejected[winograd.NAME].startswith("refused: Config.set_backend('onnxruntime')")
+    assert "not timed  refused: Config.set_backend('onnxruntime') asks for that backend only" in predictor.report()
+    config = Config(prefix)
+    config.enable_winograd()
+    config.disable_winograd()
+    assert not config.winograd_enabled() and "winograd: off" in config.summary()

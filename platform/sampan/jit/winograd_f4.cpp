@@ -5,6 +5,8 @@
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
+
 namespace {
 constexpr int CB = 8;  // channels per vector (AVX2: 8 floats)
 
@@ -34,9 +36,9 @@ inline void at_rows(const float* m0, const float* m1, const float* m2, const flo
 }
 }  // namespace
 
-// x: [N, H, W, C] contiguous, C % 8 == 0 -> V: [36, N*th*tw, C]
-torch::Tensor input_transform(const torch::Tensor& x, int64_t pad, int64_t th, int64_t tw) {
-  const int64_t N = x.size(0), H = x.size(1), W = x.size(2), C = x.size(3), T = N * th * tw;
+// x: [N, H, W, C] contiguous, C % 8 == 0 -> V: [36, t1 - t0, C] for tiles t0..t1 of the N*th*tw
+torch::Tensor input_transform(const torch::Tensor& x, int64_t pad, int64_t th, int64_t tw, int64_t t0, int64_t t1) {
+  const int64_t H = x.size(1), W = x.size(2), C = x.size(3), T = t1 - t0;
   auto v = torch::empty({36, T, C}, x.options());
   const float* xp = x.data_ptr<float>();
   float* vp = v.data_ptr<float>();
@@ -46,7 +48,7 @@ torch::Tensor input_transform(const torch::Tensor& x, int64_t pad, int64_t th, i
     alignas(32) float out[6][CB];
     const float* d[6][6];
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t n = t / (th * tw), ty = (t / tw) % th, tx = t % tw;
+      const int64_t g = t0 + t, n = g / (th * tw), ty = (g / tw) % th, tx = g % tw;
       const int64_t y0 = ty * 4 - pad, x0 = tx * 4 - pad;
       for (int64_t cb = 0; cb < C; cb += CB) {
         for (int i = 0; i < 6; ++i)
@@ -69,11 +71,10 @@ torch::Tensor input_transform(const torch::Tensor& x, int64_t pad, int64_t th, i
   return v;
 }
 
-// m: [36, T, K], bias: [K] or empty -> y: [N, Ho, Wo, K]
-torch::Tensor output_transform(const torch::Tensor& m, const torch::Tensor& bias, int64_t N, int64_t Ho,
-                               int64_t Wo, int64_t th, int64_t tw) {
-  const int64_t T = m.size(1), K = m.size(2);
-  auto y = torch::empty({N, Ho, Wo, K}, m.options());
+// m: [36, T, K] for tiles t0..t0+T, bias: [K] or empty -> their outputs in y: [N, Ho, Wo, K]
+void output_transform(const torch::Tensor& m, const torch::Tensor& bias, torch::Tensor& y, int64_t th, int64_t tw,
+                      int64_t t0) {
+  const int64_t T = m.size(1), K = m.size(2), Ho = y.size(1), Wo = y.size(2);
   const float* mp = m.data_ptr<float>();
   const float* bp = bias.numel() ? bias.data_ptr<float>() : nullptr;
   float* yp = y.data_ptr<float>();
@@ -81,7 +82,7 @@ torch::Tensor output_transform(const torch::Tensor& m, const torch::Tensor& bias
     alignas(32) float rows[6][4][CB];
     alignas(32) float out[4][CB];
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t n = t / (th * tw), ty = (t / tw) % th, tx = t % tw;
+      const int64_t g = t0 + t, n = g / (th * tw), ty = (g / tw) % th, tx = g % tw;
       for (int64_t kb = 0; kb < K; kb += CB) {
         const float* s[36];
         for (int e = 0; e < 36; ++e) s[e] = mp + (e * T + t) * K + kb;
@@ -102,7 +103,6 @@ torch::Tensor output_transform(const torch::Tensor& m, const torch::Tensor& bias
       }
     }
   });
-  return y;
 }
 
 // x: [N, C, H, W] (any strides), u: [36, C, K] (G g G^T), bias: [K] or empty -> [N, K, Ho, Wo] channels-last
@@ -119,9 +119,19 @@ torch::Tensor conv3x3_f4(const torch::Tensor& x, const torch::Tensor& u, const t
   const int64_t N = x.size(0), H = x.size(2), W = x.size(3), K = u.size(2);
   const int64_t Ho = H + 2 * pad - 2, Wo = W + 2 * pad - 2, th = (Ho + 3) / 4, tw = (Wo + 3) / 4;
   auto xn = x.permute({0, 2, 3, 1}).contiguous();
-  auto v = input_transform(xn, pad, th, tw);
-  auto m = torch::bmm(v, u.contiguous());
-  auto y = output_transform(m, bias.to(torch::kFloat32).contiguous(), N, Ho, Wo, th, tw);
+  auto uc = u.contiguous();
+  auto b = bias.to(torch::kFloat32).contiguous();
+  auto y = torch::empty({N, Ho, Wo, K}, x.options());
+  // Blocks of tiles whose transformed inputs and products (36 x tiles x channels floats each) stay in cache
+  // (about 1 MB), but at least 64 tiles so that the matrix products keep the FMA units busy
+  const int64_t T = N * th * tw, C = x.size(1);
+  const int64_t per_tile = 36 * std::max(C, K) * int64_t{sizeof(float)};
+  const int64_t block = std::max<int64_t>(64, (int64_t{1} << 20) / per_tile);
+  for (int64_t t0 = 0; t0 < T; t0 += block) {
+    const int64_t t1 = std::min(T, t0 + block);
+    auto m = torch::bmm(input_transform(xn, pad, th, tw, t0, t1), uc);
+    output_transform(m, b, y, th, tw, t0);
+  }
   return y.permute({0, 3, 1, 2});
 }
 

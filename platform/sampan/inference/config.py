@@ -122,7 +122,7 @@ class Config:
 
         It is verified against the fp32 reference and chosen only when it is the fastest. Worth it for
         convolutional networks on CPUs whose direct convolutions already run at their peak (AVX2-only CPUs:
-        resnet18 at batch 1 ran at 0.80x ONNX Runtime's latency); it costs a compile when the predictor is
+        resnet18 ran at 0.77x ONNX Runtime's latency at batch 1); it costs a compile when the predictor is
         created (about 45 s for resnet18 on one core) and, the first time on a machine, the build of the
         F(4x4, 3x3) kernel (about a minute; needs a C++ compiler, else F(2x2, 3x3) is used).
 

@@ -5,7 +5,8 @@ the ``.pt2`` program (checked by ``sampan.jit._safety`` like every ``.pt2`` the 
 inductor with freezing, its 3 x 3 stride-1 convolutions replaced by :mod:`sampan.jit.winograd` (F(4 x 4, 3 x 3)
 in a C++ kernel built on first use where a map is large enough, else F(2 x 2, 3 x 3)). Fewer multiplications is
 the one way left to beat ONNX Runtime on a CPU whose direct convolutions already run at the FMA units' peak
-(AVX2-only CPUs; resnet18 at batch 1: 0.80x ONNX Runtime's latency on a 2-core AMD EPYC, BENCHMARKS.md).
+(AVX2-only CPUs; resnet18 on a 2-core AMD EPYC: 0.77x ONNX Runtime's latency at batch 1, 0.66x at batch 32,
+BENCHMARKS.md).
 
 It computes in float32 and is verified against the reference (the first artifact) with the fp32 tolerance of
 the other candidates (Winograd's rounding error is ~1e-5 of the outputs' scale), at batch 1 and, with a

@@ -61,22 +61,18 @@ def _prepare(name: str, net, spec: InputSpec, folder: Path, *, aoti: bool, threa
     if aoti:
         _, compile_s["jit.save aoti"] = _timed(lambda: sampan.jit.save(net, prefix, input_spec=[spec], format="aoti"))
     _, compile_s["onnx.export"] = _timed(lambda: sampan.onnx.export(net, prefix, input_spec=[spec]))
-    config = Config(prefix)
-    config.set_cpu_math_library_num_threads(threads)
-    predictor, compile_s["create_predictor"] = _timed(lambda: create_predictor(config))
-    config_bf16 = Config(prefix)
-    config_bf16.set_cpu_math_library_num_threads(threads)
-    config_bf16.enable_mkldnn_bfloat16()
-    predictor_bf16, compile_s["create_predictor bf16"] = _timed(lambda: create_predictor(config_bf16))
-    print(predictor_bf16.report(), file=sys.stderr, flush=True)
-    config_winograd = Config(prefix)
-    config_winograd.set_cpu_math_library_num_threads(threads)
-    config_winograd.enable_winograd()
-    predictor_winograd, compile_s["create_predictor winograd"] = _timed(lambda: create_predictor(config_winograd))
-    print(predictor_winograd.report(), file=sys.stderr, flush=True)
+    predictors = {}
+    for kind, enable in (("", None), (" bf16", Config.enable_mkldnn_bfloat16), (" winograd", Config.enable_winograd)):
+        config = Config(prefix)
+        config.set_cpu_math_library_num_threads(threads)
+        if enable is not None:
+            enable(config)
+        predictors[kind], compile_s[f"create_predictor{kind}"] = _timed(lambda: create_predictor(config))
+        if enable is not None:
+            print(predictors[kind].report(), file=sys.stderr, flush=True)
     session = ort_session(f"{prefix}.onnx", threads=threads)
-    return {"static": static, "static_winograd": static_winograd, "predictor": predictor,
-            "predictor_bf16": predictor_bf16, "predictor_winograd": predictor_winograd, "session": session,
+    return {"static": static, "static_winograd": static_winograd, "predictor": predictors[""],
+            "predictor_bf16": predictors[" bf16"], "predictor_winograd": predictors[" winograd"], "session": session,
             "compile_s": compile_s}
 
 

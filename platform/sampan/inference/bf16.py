@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from sampan.inference import _pt2_candidate
 from sampan.jit.to_static import FrozenBackend
 from sampan.spec import InputSpec
 
@@ -33,18 +34,17 @@ NAME = "inductor-bf16"
 
 def refusal(config, exported: dict) -> str | None:
     """Why the bf16 candidate cannot be tried for ``config`` here, or None when it can."""
+    return _pt2_candidate.refusal(
+        config, exported, considered="bf16 candidates are considered",
+        on_gpu="enable_mkldnn_bfloat16 is a CPU (oneDNN) option and this predictor runs on a GPU", here=_no_native_bf16)
+
+
+def _no_native_bf16() -> str | None:
     from sampan.amp.plugin import cpu_has_native_bf16
 
-    if config.backend != "auto":
-        return (f"Config.set_backend({config.backend!r}) asks for that backend only; bf16 candidates are "
-                "considered with set_backend('auto')")
-    if config.use_gpu():
-        return "enable_mkldnn_bfloat16 is a CPU (oneDNN) option and this predictor runs on a GPU"
     if not cpu_has_native_bf16():
         return ("this CPU has no native bfloat16 (AVX-512 BF16 or AMX): emulated bf16 is slower than fp32, "
                 "so only fp32 candidates run")
-    if "pt2" not in exported:
-        return "it compiles the .pt2 program and this model folder has none (export it with sampan.jit.save)"
     return None
 
 
@@ -57,24 +57,7 @@ def compile_bf16(module: torch.nn.Module, specs: list[InputSpec]) -> Callable:
         outs = out if isinstance(out, (list, tuple)) else [out]
         return [o.float() if o.dtype == torch.bfloat16 else o for o in outs]
 
-    return compile_frozen(forward, specs, FrozenBackend("inductor"))  # graphs of its own
-
-
-def compile_frozen(forward: Callable, specs: list[InputSpec], backend: FrozenBackend) -> Callable:
-    """``forward`` compiled by ``backend`` with inductor's freezing on; dynamic dims follow ``specs``."""
-    compiled = torch.compile(forward, backend=backend, fullgraph=True)
-    dynamic = [list(s.dynamic_dims) for s in specs]
-
-    def run(*args):
-        for tensor, dims in zip(args, dynamic):
-            if dims:
-                torch._dynamo.mark_dynamic(tensor, dims)
-        # Dynamo reads `freezing` while it traces (a first call, or a new size range), before the
-        # backend runs, so the switch has to be on around the call itself.
-        with torch._inductor.config.patch(freezing=True):
-            return compiled(*args)
-
-    return run
+    return _pt2_candidate.compile_frozen(forward, specs, FrozenBackend("inductor"))  # graphs of its own
 
 
 def relative_error(outputs: list[np.ndarray], reference: list[np.ndarray]) -> float:

@@ -134,8 +134,9 @@ class Predictor:
     # -- selection ---------------------------------------------------------------------------------
     def _choose(self, names: list[str]) -> tuple[str, Callable]:
         loaded = self._load(names)
-        # the opt-in candidates, compiled from the .pt2 program: bf16 (enable_mkldnn_bfloat16), Winograd (enable_winograd)
-        for kind, enabled in ((bf16, self.config.mkldnn_bfloat16_enabled()), (winograd, self.config.winograd_enabled())):
+        # the opt-in candidates compiled from the .pt2 program (enable_mkldnn_bfloat16, enable_winograd)
+        opt_in = ((bf16, self.config.mkldnn_bfloat16_enabled()), (winograd, self.config.winograd_enabled()))
+        for kind, enabled in opt_in:
             if enabled:
                 names = [*names, kind.NAME]
                 refused = kind.refusal(self.config, self._meta["artifacts"])

@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from sampan.inference.bf16 import compile_frozen
+from sampan.inference import _pt2_candidate
 from sampan.jit.to_static import FrozenBackend
 from sampan.spec import InputSpec
 
@@ -27,14 +27,9 @@ NAME = "inductor-winograd"
 
 def refusal(config, exported: dict) -> str | None:
     """Why the Winograd candidate cannot be tried for ``config``, or None when it can."""
-    if config.backend != "auto":
-        return (f"Config.set_backend({config.backend!r}) asks for that backend only; the Winograd candidate is "
-                "considered with set_backend('auto')")
-    if config.use_gpu():
-        return "enable_winograd is a CPU option (cuDNN picks Winograd on its own) and this predictor runs on a GPU"
-    if "pt2" not in exported:
-        return "it compiles the .pt2 program and this model folder has none (export it with sampan.jit.save)"
-    return None
+    return _pt2_candidate.refusal(
+        config, exported, considered="the Winograd candidate is considered",
+        on_gpu="enable_winograd is a CPU option (cuDNN picks Winograd on its own) and this predictor runs on a GPU")
 
 
 def compile_winograd(module: torch.nn.Module, specs: list[InputSpec]) -> tuple[Callable, FrozenBackend]:
@@ -48,4 +43,4 @@ def compile_winograd(module: torch.nn.Module, specs: list[InputSpec]) -> tuple[C
         out = module(*args)
         return list(out) if isinstance(out, (list, tuple)) else [out]
 
-    return compile_frozen(forward, specs, backend), backend
+    return _pt2_candidate.compile_frozen(forward, specs, backend), backend

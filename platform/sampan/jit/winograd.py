@@ -188,8 +188,7 @@ def _eligible(node: torch.fx.Node) -> tuple[int, int] | None:
     if h is None or w is None:
         return None
     _, _, th, tw = _grid(h, w, pad[0], 4)
-    if (th * tw >= MIN_TILES_F4 and wv.shape[0] % 8 == 0 and wv.shape[1] % 8 == 0 and h + 2 * pad[0] >= 3
-            and w + 2 * pad[0] >= 3 and f4_unavailable() is None):
+    if th * tw >= MIN_TILES_F4 and wv.shape[0] % 8 == 0 and wv.shape[1] % 8 == 0 and f4_unavailable() is None:
         return pad[0], 4
     _, _, th, tw = _grid(h, w, pad[0], 2)
     return (pad[0], 2) if th * tw >= MIN_TILES else None

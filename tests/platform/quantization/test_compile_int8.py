@@ -79,6 +79,31 @@ def test_static_int8_lenet_runs_onednn_int8_convolutions(lenet):
         torch.testing.assert_close(fast(x), ref, rtol=0.05, atol=0.05 * float(ref.abs().max()))
 
 
+def test_static_int8_pools_on_the_int8_values_bit_for_bit(lenet):
+    # dequantize -> max_pool2d -> quantize (same scale both sides) is one max-pool of the uint8 values: not
+    # quantized.max_pool2d (slow on LeNet's 6 and 16 channels), and the same result as that lowering
+    from torch._inductor.utils import run_and_get_code
+
+    ptq = PTQ()
+    g = torch.Generator().manual_seed(2)
+    observed = ptq.quantize(lenet, torch.rand(2, 1, 28, 28))
+    ptq.calibrate(observed, [torch.rand(16, 1, 28, 28, generator=g) for _ in range(3)])
+    q = ptq.convert(observed)
+    fast = compile_int8(q, max_autotune=False)
+    pools = [n for n in fast.module.graph.nodes if n.target == torch.ops.aten.max_pool2d.default]
+    assert len(pools) == 2 and all(p.args[0].target == torch.ops.quantized_decomposed.quantize_per_tensor.default
+                                   for p in pools), [p.args[0] for p in pools]
+    assert any(n.target == torch.ops.aten.max_pool2d.default for n in q.graph.nodes)  # the input is not modified
+    as_lowered = Int8Compiled(q, "pt2e", max_autotune=False)
+    x = torch.rand(8, 1, 28, 28, generator=g)
+    with torch._inductor.config.patch(fx_graph_cache=False):
+        got, code = run_and_get_code(fast, x)
+        theirs, their_code = run_and_get_code(as_lowered, x)
+    assert "quantized.max_pool2d" in "\n".join(their_code)
+    assert "quantized.max_pool2d" not in "\n".join(code) and "onednn.qconv" in "\n".join(code)
+    assert torch.equal(got, theirs)
+
+
 def test_max_autotune_still_runs_int8_kernels():
     torch.manual_seed(0)
     qnet = quantize_dynamic(nn.Sequential(nn.Linear(32, 64)).eval())

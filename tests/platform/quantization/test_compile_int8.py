@@ -64,13 +64,18 @@ def test_fbgemm_flow_runs_fbgemm_int8_kernels_on_the_same_int8_weights(mlp):
     assert compile_int8(qnet).flow == ("fbgemm" if reduce_range() else "dynamic")
 
 
-def test_static_int8_lenet_runs_onednn_int8_convolutions(lenet):
+def _static_lenet(lenet, g: torch.Generator):
+    """LeNet through PTQ (calibrated on random images from ``g``) and compiled onto int8 kernels."""
     ptq = PTQ()
-    g = torch.Generator().manual_seed(1)
     observed = ptq.quantize(lenet, torch.rand(2, 1, 28, 28))
     ptq.calibrate(observed, [torch.rand(16, 1, 28, 28, generator=g) for _ in range(3)])
     q = ptq.convert(observed)
-    fast = compile_int8(q, max_autotune=False)
+    return q, compile_int8(q, max_autotune=False)
+
+
+def test_static_int8_lenet_runs_onednn_int8_convolutions(lenet):
+    g = torch.Generator().manual_seed(1)
+    q, fast = _static_lenet(lenet, g)
     x = torch.rand(4, 1, 28, 28, generator=g)
     kernels = fast.int8_kernels(x)
     assert {"onednn.qconv", "onednn.qlinear"} <= set(kernels), kernels
@@ -84,12 +89,8 @@ def test_static_int8_pools_on_the_int8_values_bit_for_bit(lenet):
     # quantized.max_pool2d (slow on LeNet's 6 and 16 channels), and the same result as that lowering
     from torch._inductor.utils import run_and_get_code
 
-    ptq = PTQ()
     g = torch.Generator().manual_seed(2)
-    observed = ptq.quantize(lenet, torch.rand(2, 1, 28, 28))
-    ptq.calibrate(observed, [torch.rand(16, 1, 28, 28, generator=g) for _ in range(3)])
-    q = ptq.convert(observed)
-    fast = compile_int8(q, max_autotune=False)
+    q, fast = _static_lenet(lenet, g)
     pools = [n for n in fast.module.graph.nodes if n.target == torch.ops.aten.max_pool2d.default]
     assert len(pools) == 2 and all(p.args[0].target == torch.ops.quantized_decomposed.quantize_per_tensor.default
                                    for p in pools), [p.args[0] for p in pools]

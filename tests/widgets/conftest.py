@@ -54,8 +54,9 @@ def _model_and_data(n=256, features=16, classes=3, seed=0):
     torch.manual_seed(seed)
     net = torch.nn.Sequential(torch.nn.Linear(features, 32), torch.nn.ReLU(), torch.nn.Linear(32, classes))
     model = sampan.Model(net)
+    # on the CPU even where a GPU is: the planted leaks are host memory (process RSS, the CPU model's figure)
     model.prepare(torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss(),
-                  metrics=sampan.metric.Accuracy())
+                  metrics=sampan.metric.Accuracy(), device="cpu")
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, features, generator=g)
     y = (x[:, 0] > 0).long() + (x[:, 1] > 1).long()

@@ -98,7 +98,7 @@ def test_grad_clip_bounds_the_update(mlp):
     model = sampan.Model(net)
     model.prepare(torch.optim.SGD(net.parameters(), lr=1.0), torch.nn.CrossEntropyLoss(), grad_clip=0.5)
     model.fit(TensorDataset(x, y), batch_size=32, verbose=0)
-    step = torch.cat([(p.detach() - b).flatten() for p, b in zip(net.parameters(), before)])
+    step = torch.cat([(p.detach().cpu() - b).flatten() for p, b in zip(net.parameters(), before)])  # GPU too
     assert step.norm().item() == pytest.approx(0.5, rel=1e-3)
 
 

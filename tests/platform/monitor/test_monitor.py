@@ -91,19 +91,54 @@ def test_gpu_fields_from_fake_nvml(monkeypatch):
     class Util:
         gpu = 37
 
-    class Mem:
-        used, total = 3 * 2**30, 16 * 2**30
+    _fake_nvml(monkeypatch, pynvml, Util)
+    sampler = ResourceSampler(interval=1)
+    row = sampler.sample_now()
+    assert sampler.has_gpu and sampler.note is None
+    # version 2 of the memory query: `used` without the driver's reserved memory, as nvidia-smi shows it
+    assert row["gpu1_util"] == 37.0 and row["gpu0_mem_used"] == 3 * 2**30 and row["gpu1_mem_total"] == 16 * 2**30
+
+
+def _fake_nvml(monkeypatch, pynvml, util, *, v2: bool = True) -> list:
+    """Two fake GPUs; the memory query answers version 1 (used counts 600 MiB the driver reserves) and, when
+    ``v2``, version 2 (used without it), as drivers since 510 do. Returns the versions asked for."""
+    asked = []
+
+    class MemV1:
+        used, total = 3 * 2**30 + 600 * 2**20, 16 * 2**30
+
+    class MemV2:
+        used, total, reserved = 3 * 2**30, 16 * 2**30, 600 * 2**20
+
+    def memory_info(handle, version=None):
+        asked.append(version)
+        if version is None:
+            return MemV1
+        if not v2:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+        assert version == pynvml.nvmlMemory_v2
+        return MemV2
 
     monkeypatch.setattr(pynvml, "nvmlInit", lambda: None)
     monkeypatch.setattr(pynvml, "nvmlShutdown", lambda: None)
     monkeypatch.setattr(pynvml, "nvmlDeviceGetCount", lambda: 2)
     monkeypatch.setattr(pynvml, "nvmlDeviceGetHandleByIndex", lambda i: i)
-    monkeypatch.setattr(pynvml, "nvmlDeviceGetUtilizationRates", lambda h: Util)
-    monkeypatch.setattr(pynvml, "nvmlDeviceGetMemoryInfo", lambda h: Mem)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetUtilizationRates", lambda h: util)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetMemoryInfo", memory_info)
+    return asked
+
+
+def test_gpu_memory_falls_back_to_version_1_once_on_an_old_driver(monkeypatch):
+    import pynvml
+
+    class Util:
+        gpu = 5
+
+    asked = _fake_nvml(monkeypatch, pynvml, Util, v2=False)
     sampler = ResourceSampler(interval=1)
-    row = sampler.sample_now()
-    assert sampler.has_gpu and sampler.note is None
-    assert row["gpu1_util"] == 37.0 and row["gpu0_mem_used"] == 3 * 2**30 and row["gpu1_mem_total"] == 16 * 2**30
+    first, second = sampler.sample_now(), sampler.sample_now()
+    assert first["gpu0_mem_used"] == second["gpu1_mem_used"] == 3 * 2**30 + 600 * 2**20
+    assert asked.count(pynvml.nvmlMemory_v2) == 1 and sampler.note is None  # asked once, then version 1 for good
 
 
 def test_export_csv_and_dataframe(tmp_path):
@@ -142,7 +177,9 @@ def _model():
     torch.manual_seed(0)
     net = torch.nn.Linear(8, 2)
     model = sampan.Model(net)
-    model.prepare(torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss())
+    # on the CPU even where a GPU is: the leaks planted here are host memory, which the leak check watches
+    # (process RSS) only for a model on the CPU; on CUDA it watches torch.cuda allocated
+    model.prepare(torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss(), device="cpu")
     return model
 
 

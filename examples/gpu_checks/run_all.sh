@@ -9,7 +9,7 @@
 #   monitor_check.py  the memory monitor against nvidia-smi and torch.cuda          (issue 6)
 #   pytest            the tests whose behaviour differs when a GPU is present
 #   sampan bench amp  fp32 vs fp16 vs bf16 training-step ratios on CUDA
-# Logs go to $OUT (or ./gpu-check-logs); each log ends with the step's exit code, and a summary prints last.
+# GPU_CHECKS="amp pytest" runs only the steps named. Logs go to $OUT (or ./gpu-check-logs); each log ends with the step's exit code, and a summary prints last.
 # Where sampan is not installed, it runs from the checkout (PYTHONPATH=platform:widgets). Python packages missing
 # on that machine can be put as wheels in .whl/ (they are installed into /tmp/site first).
 set -u
@@ -31,9 +31,10 @@ torch.version.cuda, '| cudnn', torch.backends.cudnn.version(), '|', torch.cuda.g
 } 2>&1 | tee "$OUT/env.log"
 
 summary=()
-step() {  # step NAME SECONDS COMMAND...
+step() {  # step NAME SECONDS COMMAND...   (GPU_CHECKS="amp monitor" runs only those steps)
   local name=$1 limit=$2 rc start=$SECONDS
   shift 2
+  [[ -z "${GPU_CHECKS:-}" || " $GPU_CHECKS " == *" $name "* ]] || return 0
   echo "== $name (limit ${limit}s)"
   timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1
   rc=$?

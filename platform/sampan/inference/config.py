@@ -36,7 +36,7 @@ class Config:
     _backend: str = field(default="auto", repr=False)
     _warmup: int = field(default=2, repr=False)
     _bf16_max_rel_error: float | None = field(default=None, repr=False)
-    _winograd: bool = field(default=False, repr=False)
+    _winograd: bool | None = field(default=None, repr=False)  # None: on its own where it pays (winograd_auto)
 
     def __post_init__(self):
         if not isinstance(self.model_path, (str, os.PathLike)):
@@ -126,6 +126,10 @@ class Config:
         created (about 45 s for resnet18 on one core) and, the first time on a machine, the build of the
         F(4x4, 3x3) kernel (about a minute; needs a C++ compiler, else F(2x2, 3x3) is used).
 
+        Without a call to this or :meth:`disable_winograd`, the candidate is tried on its own on CPUs whose
+        widest vectors are AVX2, for programs whose 3 x 3 convolutions carry at least 0.2 GFLOP at batch 1
+        (:meth:`winograd_auto`).
+
         Example:
             >>> config.enable_winograd()                        # doctest: +SKIP
             >>> print(create_predictor(config).report())        # doctest: +SKIP
@@ -133,11 +137,18 @@ class Config:
         self._winograd = True
 
     def disable_winograd(self) -> None:
-        """Only the exported artifacts as they are (the default)."""
+        """Only the exported artifacts as they are, never the Winograd candidate (not even on its own)."""
         self._winograd = False
 
     def winograd_enabled(self) -> bool:
-        return self._winograd
+        """Whether :meth:`enable_winograd` was called (the candidate is then tried on any CPU)."""
+        return self._winograd is True
+
+    def winograd_auto(self) -> bool:
+        """True until :meth:`enable_winograd` or :meth:`disable_winograd` is called: the predictor then tries
+        ``inductor-winograd`` where :func:`sampan.inference.winograd.auto_refusal` finds nothing against it
+        (an AVX2-only CPU and a network with heavy 3 x 3 convolutions, such as resnet18)."""
+        return self._winograd is None
 
     # -- backend and warm-up -----------------------------------------------------------------------
     def set_backend(self, backend: Backend | str) -> None:
@@ -165,4 +176,4 @@ class Config:
         return (f"model: {os.fspath(self.prefix)}, device: {self.device}, backend: {self._backend}, "
                 f"cpu threads: {self._threads or 'default'}, warm-up steps: {self._warmup}, "
                 f"bf16: {'on' if self.mkldnn_bfloat16_enabled() else 'off'}, "
-                f"winograd: {'on' if self.winograd_enabled() else 'off'}")
+                f"winograd: {'auto' if self.winograd_auto() else 'on' if self.winograd_enabled() else 'off'}")

@@ -99,7 +99,9 @@ class Predictor:
     program in bfloat16, :mod:`sampan.inference.bf16`), verified against the fp32 reference with a bf16
     tolerance and kept only when it is the fastest.
     With ``config.enable_winograd()`` it also tries ``"inductor-winograd"`` (the program frozen, its 3 x 3
-    convolutions by Winograd, :mod:`sampan.inference.winograd`), verified with the fp32 tolerance.
+    convolutions by Winograd, :mod:`sampan.inference.winograd`), verified with the fp32 tolerance; on a CPU
+    whose widest vectors are AVX2 it tries it without being asked for networks with heavy 3 x 3 convolutions
+    (``Config.winograd_auto``; F(4 x 4) only there).
 
     Attributes:
         backend: the backend in use (``"pt2"``, ``"aoti"``, ``"onnxruntime"``, ``"inductor-bf16"`` or
@@ -134,8 +136,11 @@ class Predictor:
     # -- selection ---------------------------------------------------------------------------------
     def _choose(self, names: list[str]) -> tuple[str, Callable]:
         loaded = self._load(names)
-        # the opt-in candidates compiled from the .pt2 program (enable_mkldnn_bfloat16, enable_winograd)
-        opt_in = ((bf16, self.config.mkldnn_bfloat16_enabled()), (winograd, self.config.winograd_enabled()))
+        # the opt-in candidates compiled from the .pt2 program (enable_mkldnn_bfloat16, enable_winograd); Winograd
+        # also on its own where it pays (an AVX2-only CPU, heavy 3x3 convolutions), else it is not listed
+        auto = self.config.winograd_auto() and winograd.auto_refusal(
+            self.config, self._meta["artifacts"], lambda: self._pt2_module(loaded)) is None
+        opt_in = ((bf16, self.config.mkldnn_bfloat16_enabled()), (winograd, self.config.winograd_enabled() or auto))
         for kind, enabled in opt_in:
             if enabled:
                 names = [*names, kind.NAME]
@@ -161,7 +166,7 @@ class Predictor:
         if bf16.NAME in extra:
             self._try_bf16(loaded, sample, reference, first)
         if winograd.NAME in extra:
-            self._try_winograd(loaded, sample, reference, first)
+            self._try_winograd(loaded, sample, reference, first, only_f4=not self.config.winograd_enabled())
         self.timings = _time_each(loaded, sample)
         best = min(self.timings, key=self.timings.get)
         self._record(names, self.timings, best, "fastest of the verified backends")
@@ -210,11 +215,11 @@ class Predictor:
         loaded[bf16.NAME] = run
 
     def _try_winograd(self, loaded: dict[str, Callable], sample: list[np.ndarray], reference: list[np.ndarray],
-                      first: str) -> None:
+                      first: str, only_f4: bool = False) -> None:
         """Adds the Winograd candidate to ``loaded`` when it replaced a convolution and agrees with the
         ``reference`` within the fp32 tolerance (at batch 2 too, with a dynamic dimension); else records why not."""
         try:
-            compiled, backend = winograd.compile_winograd(self._pt2_module(loaded), self._specs)
+            compiled, backend = winograd.compile_winograd(self._pt2_module(loaded), self._specs, only_f4=only_f4)
             run = _TorchBackend(compiled, "cpu")
             checks = [(run(sample), reference)]
             if any(s.dynamic_dims for s in self._specs):

@@ -11,6 +11,11 @@ BENCHMARKS.md).
 It computes in float32 and is verified against the reference (the first artifact) with the fp32 tolerance of
 the other candidates (Winograd's rounding error is ~1e-5 of the outputs' scale), at batch 1 and, with a
 dynamic dimension, at batch 2; it is chosen only when it is the fastest verified candidate.
+
+Without ``enable_winograd()`` / ``disable_winograd()`` the candidate is tried **on its own** where it pays
+(:func:`auto_refusal`): a CPU whose widest vectors are AVX2 and a program whose 3 x 3 convolutions that
+F(4 x 4, 3 x 3) takes carry at least ``sampan.jit.winograd.AUTO_MIN_FLOPS`` at batch 1 (resnet18, not the
+course's small networks, which never pay the compile). Elsewhere nothing changes.
 """
 from __future__ import annotations
 
@@ -32,12 +37,32 @@ def refusal(config, exported: dict) -> str | None:
         on_gpu="enable_winograd is a CPU option (cuDNN picks Winograd on its own) and this predictor runs on a GPU")
 
 
-def compile_winograd(module: torch.nn.Module, specs: list[InputSpec]) -> tuple[Callable, FrozenBackend]:
-    """``module`` compiled with freezing and the Winograd rewrite; the backend tells how many convolutions it
-    replaced (``backend.rewritten``, after the first call)."""
+def auto_refusal(config, exported: dict, program: Callable[[], torch.nn.Module]) -> str | None:
+    """Why the candidate is not tried on its own for ``config`` (left to the default), or None when it is.
+
+    ``program`` returns the ``.pt2`` program's module; it is loaded (and its convolutions counted) only when the
+    CPU and the config allow the candidate at all."""
+    from sampan.jit import winograd as jit_winograd
+
+    reason = refusal(config, exported) or jit_winograd.auto_unavailable()
+    if reason:
+        return reason
+    flops = jit_winograd.f4_flops(program(), batch=1)
+    if flops < jit_winograd.AUTO_MIN_FLOPS:
+        return (f"its 3x3 convolutions that F(4x4) takes carry {flops / 1e9:.2g} GFLOP at batch 1, under the "
+                f"{jit_winograd.AUTO_MIN_FLOPS / 1e9:.2g} that pays for the compile; Config.enable_winograd() tries it")
+    return None
+
+
+def compile_winograd(module: torch.nn.Module, specs: list[InputSpec],
+                     only_f4: bool = False) -> tuple[Callable, FrozenBackend]:
+    """``module`` compiled with freezing and the Winograd rewrite (F(4 x 4) only, with ``only_f4``); the backend
+    tells how many convolutions it replaced (``backend.rewritten``, after the first call)."""
+    import functools
+
     from sampan.jit.winograd import rewrite
 
-    backend = FrozenBackend("inductor", rewrite=rewrite)
+    backend = FrozenBackend("inductor", rewrite=functools.partial(rewrite, only_f4=only_f4))
 
     def forward(*args):
         out = module(*args)

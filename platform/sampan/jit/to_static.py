@@ -54,7 +54,7 @@ class StaticFunction:
 
     def __init__(self, fn: Callable, *, layer: nn.Module | None, input_spec, backend: str, full_graph: bool,
                  verify: bool, freezing: bool | None, rtol: float, atol: float, pick_faster: bool = True,
-                 winograd: bool = False):
+                 winograd: bool | str = False):
         self.original = fn
         self.layer = layer
         self.input_spec = normalize_specs(input_spec)
@@ -70,7 +70,7 @@ class StaticFunction:
         self.fallback_reason: str | None = None
         self.pick_faster = pick_faster
         # a third inference candidate (frozen graph, 3x3 convolutions by Winograd), timed with the other two
-        self.winograd = bool(winograd)
+        self.winograd = winograd if winograd == "auto" else bool(winograd)
         self.choices: dict[tuple, PathChoice] = {}
         self.winograd_note: str | None = None  # why the Winograd variant was not a candidate, when it was not
         self.train_choice: PathChoice | None = None
@@ -113,6 +113,11 @@ class StaticFunction:
                 from sampan.jit.winograd import rewrite
 
                 backend = self._winograd_backend = FrozenBackend(self.backend, rewrite=rewrite)
+            elif frozen and self._auto_winograd():
+                from sampan.jit.winograd import auto_rewrite
+
+                # winograd="auto" on an AVX2-only CPU: the one frozen graph takes F(4x4) where convolutions are heavy
+                backend = self._frozen_backend = FrozenBackend(self.backend, rewrite=auto_rewrite)
             else:
                 backend = FrozenBackend(self.backend) if frozen else self.backend
             # random ops (dropout) draw from torch's generator as in eager, not from inductor's own: training
@@ -120,6 +125,15 @@ class StaticFunction:
             options = {"fallback_random": True} if self.backend == "inductor" and not frozen else None
             self._compiled[frozen] = torch.compile(self.original, backend=backend, fullgraph=True, options=options)
         return self._compiled[frozen]
+
+    def _auto_winograd(self) -> bool:
+        """Whether ``winograd="auto"`` puts Winograd F(4x4) into the frozen graph here (see :func:`to_static`)."""
+        if "_auto" not in self.__dict__:
+            from sampan.jit.winograd import auto_unavailable
+
+            self._auto = (self.winograd == "auto" and self.backend == "inductor" and self.freezing
+                          and self.pick_faster and auto_unavailable() is None)
+        return self._auto
 
     def _mark_dynamic(self, args: tuple) -> None:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -322,12 +336,15 @@ class StaticFunction:
         from sampan.utils.timing import interleaved_for
 
         runs = {"compiled": lambda: self._run_compiled(args, kwargs), "eager": lambda: self.original(*args, **kwargs)}
-        if self.winograd and self._winograd_applies(args, kwargs):
+        if self.winograd is True and self._winograd_applies(args, kwargs):
             runs["winograd"] = lambda: self._run_compiled(args, kwargs, winograd=True)
+        # winograd="auto": the frozen graph compiled for these inputs (just now) may hold F(4x4) convolutions
+        auto = self._auto_winograd() and self._use_frozen(self._module(args)) and self._frozen_backend.rewritten > 0
         times = interleaved_for(runs, 0.5, rounds=(5, 25))
         path = min(times, key=times.get)
         self.choices[key] = PathChoice("eager" if path == "eager" else "compiled", times["compiled"], times["eager"],
-                                       winograd=path == "winograd", winograd_seconds=times.get("winograd"))
+                                       winograd=path == "winograd" or (auto and path == "compiled"),
+                                       winograd_seconds=times.get("winograd"))
 
     def _winograd_applies(self, args: tuple, kwargs: dict) -> bool:
         """Compiles the Winograd variant for these inputs; True when it replaced a convolution and agrees with eager."""
@@ -409,8 +426,8 @@ class PathChoice:
     compiled_seconds: float
     eager_seconds: float
     layout: str | None = None  # training of a CNN on the CPU: "contiguous" (NCHW) or "channels_last"
-    winograd: bool = False  # inference with to_static(winograd=True): the compiled path convolves by Winograd
-    winograd_seconds: float | None = None  # that variant's median, when it was timed
+    winograd: bool = False  # inference: the compiled path kept convolves by Winograd (winograd=True or "auto")
+    winograd_seconds: float | None = None  # with winograd=True, that variant's median (timed beside the plain one)
 
     @property
     def kept(self) -> str:
@@ -420,7 +437,7 @@ class PathChoice:
         return ("compiled, Winograd convolutions" if self.winograd else self.path) + layout
 
     def __str__(self) -> str:
-        fastest = self.winograd_seconds if self.winograd else self.compiled_seconds
+        fastest = self.winograd_seconds if self.winograd and self.winograd_seconds else self.compiled_seconds
         winograd = "" if self.winograd_seconds is None else f", Winograd {self.winograd_seconds * 1e3:.3g} ms"
         return (f"{self.kept} (compiled {self.compiled_seconds * 1e3:.3g} ms{winograd}, eager "
                 f"{self.eager_seconds * 1e3:.3g} ms, speed-up {self.eager_seconds / fastest:.2f}x)")
@@ -530,7 +547,7 @@ def _first_line(exc: BaseException) -> str:
 
 def to_static(layer_or_function: Callable | None = None, input_spec=None, *, backend: str = "inductor",
               full_graph: bool = False, verify: bool = True, freezing: bool | None = None,
-              rtol: float = 1e-3, atol: float = 1e-4, pick_faster: bool = True, winograd: bool = False):
+              rtol: float = 1e-3, atol: float = 1e-4, pick_faster: bool = True, winograd: bool | str = "auto"):
     """Compiles a layer's ``forward`` or a function with ``torch.compile`` (``paddle.jit.to_static``).
 
     ``None`` dimensions of ``input_spec`` become dynamic (``torch._dynamo.mark_dynamic``), so
@@ -557,7 +574,7 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             :func:`sampan.jit.explain`. Training calls are measured once, at the first one (a whole
             training step on each path, leaving no trace), and take the faster path from then on
             (``forward.train_choice``); in a distributed job they always run compiled.
-        winograd: also try, per inference input shape, the frozen graph with its 3 x 3 stride-1
+        winograd: ``True``: also try, per inference input shape, the frozen graph with its 3 x 3 stride-1
             convolutions computed by Winograd (:mod:`sampan.jit.winograd`: F(4 x 4, 3 x 3), 4x fewer
             multiplications, in a C++ kernel built on first use where a map is large enough and a compiler
             is present; else F(2 x 2, 3 x 3), 2.25x fewer), checked against eager and kept only when it is
@@ -565,7 +582,11 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             AVX2-only CPUs (resnet18 at batch 1 on an AMD EPYC: 1.77x eager against 1.32x for the plain frozen
             graph); costs a second compile of the network (about 25 s for resnet18 on one core, plus the
             kernel's build, about a minute, once per machine). Needs ``backend="inductor"``, freezing and
-            ``pick_faster`` (a ValueError says so otherwise).
+            ``pick_faster`` (a ValueError says so otherwise). ``"auto"`` (the default): on a CPU whose widest
+            vectors are AVX2, the one frozen graph computes its heavy 3 x 3 convolutions by F(4 x 4, 3 x 3)
+            (:func:`sampan.jit.winograd.auto_rewrite`: at least 0.2 GFLOP of them per call, as in resnet18; no
+            second compile), timed against eager like any compiled graph; elsewhere, or with another backend,
+            nothing changes. ``False``: never.
 
     Example:
         >>> net = sampan.jit.to_static(LeNet(), input_spec=[sampan.InputSpec([None, 1, 28, 28])])  # doctest: +SKIP
@@ -573,7 +594,9 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
     """
     if not isinstance(backend, str) and not callable(backend):
         raise TypeError(bad_argument("backend", backend, "a torch.compile backend name such as 'inductor'"))
-    if winograd and (backend != "inductor" or freezing is False or not pick_faster):
+    if winograd not in (True, False, "auto"):
+        raise ValueError(bad_argument("winograd", winograd, "True, False or 'auto'"))
+    if winograd is True and (backend != "inductor" or freezing is False or not pick_faster):
         raise ValueError(bad_argument(
             "winograd", winograd, "False with this backend, freezing and pick_faster",
             f"winograd=True is a timed candidate of inductor's frozen graph: it needs backend='inductor' (got "

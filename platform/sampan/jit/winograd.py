@@ -23,6 +23,14 @@ minute; eight channels at a time, AVX2), with the 36 matrix products in one ``to
 compiler and an AVX2 CPU; where either is missing, or the build fails, :func:`f4_unavailable` says why and
 :func:`rewrite` uses F(2 x 2, 3 x 3) everywhere. Its rounding error is larger (about 3e-5 of the outputs' scale
 per convolution, against 1e-6), still far inside ``to_static``'s check against eager.
+
+**On its own** (``to_static(winograd="auto")``, the default, and the predictor without ``Config.set_backend``):
+on a CPU whose widest vectors are AVX2 (:func:`auto_unavailable` says why not elsewhere), F(4 x 4, 3 x 3) replaces
+the convolutions it takes when they carry at least ``AUTO_MIN_FLOPS`` of work per call (:func:`f4_flops`):
+resnet18 at 224 x 224 has 2.3 GFLOP of them, the course's small networks none. Only F(4 x 4) is used so, never
+F(2 x 2), whose gain was smaller and less sure. On AVX-512 CPUs oneDNN's direct convolutions were about as fast
+(resnet18 at batch 1 on an AMD EPYC with AVX-512: 1.79x eager with Winograd, 1.71x without), so nothing changes
+there unless asked (``winograd=True``, ``Config.enable_winograd()``).
 """
 from __future__ import annotations
 
@@ -41,6 +49,9 @@ MIN_TILES = 32
 # F(4 x 4, 3 x 3) takes maps of at least this many 4 x 4 output tiles (resnet18's 56 x 56, 28 x 28 and 14 x 14 stages:
 # 196, 49 and 16) whose channels come in multiples of 8 (the kernel's vector width); others get F(2 x 2)
 MIN_TILES_F4 = 16
+# "auto" rewrites a graph only when its F(4 x 4) convolutions carry this much work per call (multiply-adds x 2):
+# enough that the kernel's build (once per machine) and a slower first call pay back soon
+AUTO_MIN_FLOPS = 2e8
 _F4_SOURCE = Path(__file__).with_name("winograd_f4.cpp")
 _F4_NAME = "sampan_winograd_f4_v1"  # torch's extension cache rebuilds it when the source changes
 _F4_STATE: dict[str, str | None] = {}
@@ -81,6 +92,41 @@ def f4_unavailable() -> str | None:
     if "reason" not in _F4_STATE:
         _F4_STATE["reason"] = _load_f4()
     return _F4_STATE["reason"]
+
+
+def auto_unavailable() -> str | None:
+    """Why ``winograd="auto"`` leaves the convolutions to the direct algorithm on this CPU, or None where it
+    uses F(4 x 4, 3 x 3) on its own (CPUs whose widest vectors are AVX2, such as the AMD EPYC Zen 2 / 3)."""
+    capability = torch.backends.cpu.get_cpu_capability()
+    if capability != "AVX2":
+        return (f"this CPU's vector instructions are {capability}, where the direct convolution is about as fast; "
+                f"winograd=True (Config.enable_winograd()) tries it anyway")
+    return None
+
+
+def f4_flops(gm: torch.fx.GraphModule, batch: int | None = None) -> float:
+    """The work (2 x multiply-adds) of the convolutions in ``gm`` that F(4 x 4, 3 x 3) would take, per call at
+    the traced sizes (or at ``batch``); 0 where none (the kernel is built, once per machine, only if some
+    convolution fits)."""
+    total = 0.0
+    for node in gm.graph.nodes:
+        chosen = _eligible(node, only_f4=True)
+        if chosen is not None:
+            out = _meta(node)
+            k, c = _meta(node.args[1]).shape[:2]
+            sizes = [_hint(d) for d in out.shape] if out is not None else [None]
+            if batch is not None and sizes != [None]:
+                sizes[0] = batch
+            if None not in sizes:
+                n, _, ho, wo = sizes
+                total += 2.0 * (batch or n) * k * c * 9 * ho * wo
+    return total
+
+
+def auto_rewrite(gm: torch.fx.GraphModule) -> int:
+    """:func:`rewrite` for ``winograd="auto"``: F(4 x 4, 3 x 3) only, and only when :func:`f4_flops` reaches
+    ``AUTO_MIN_FLOPS``; returns how many convolutions it replaced."""
+    return rewrite(gm, only_f4=True) if f4_flops(gm) >= AUTO_MIN_FLOPS else 0
 
 
 def _load_f4() -> str | None:
@@ -167,14 +213,21 @@ def _outputs(m: torch.Tensor) -> torch.Tensor:
 _CONV2D = (torch.conv2d, F.conv2d, torch.ops.aten.conv2d.default)  # the last: in a torch.export program
 
 
-def _eligible(node: torch.fx.Node) -> tuple[int, int] | None:
+def _meta(node) -> torch.Tensor | None:
+    """The example value of a graph node: Dynamo's ``example_value``, or ``val`` in a ``torch.export`` graph."""
+    meta = getattr(node, "meta", {})
+    value = meta.get("example_value", meta.get("val"))
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def _eligible(node: torch.fx.Node, only_f4: bool = False) -> tuple[int, int] | None:
     """``(padding, m)`` for a conv2d node that Winograd F(m x m, 3 x 3) can take (m = 4 where it pays and its
-    kernel runs here, else 2), or None."""
+    kernel runs here, else 2; with ``only_f4``, None instead of 2), or None."""
     if node.op != "call_function" or node.target not in _CONV2D or node.kwargs:
         return None
     args = list(node.args) + [None] * (7 - len(node.args))
     x, weight, _bias, stride, padding, dilation, groups = args
-    meta = [getattr(a, "meta", {}).get("example_value") for a in (x, weight)]
+    meta = [_meta(a) for a in (x, weight)]
     if any(not isinstance(t, torch.Tensor) for t in meta):
         return None
     xv, wv = meta
@@ -191,7 +244,7 @@ def _eligible(node: torch.fx.Node) -> tuple[int, int] | None:
     if th * tw >= MIN_TILES_F4 and wv.shape[0] % 8 == 0 and wv.shape[1] % 8 == 0 and f4_unavailable() is None:
         return pad[0], 4
     _, _, th, tw = _grid(h, w, pad[0], 2)
-    return (pad[0], 2) if th * tw >= MIN_TILES else None
+    return (pad[0], 2) if th * tw >= MIN_TILES and not only_f4 else None
 
 
 def _hint(size) -> int | None:
@@ -211,16 +264,16 @@ def _pair(value, default) -> tuple | None:
     return None  # "same" / "valid" strings, symbolic sizes: left to the direct convolution
 
 
-def rewrite(gm: torch.fx.GraphModule) -> int:
+def rewrite(gm: torch.fx.GraphModule, only_f4: bool = False) -> int:
     """Replaces every eligible 3 x 3 stride-1 conv2d in a Dynamo graph by :func:`conv3x3_f4` (maps of at least
     ``MIN_TILES_F4`` tiles of 4 x 4, channels in multiples of 8, where the kernel runs) or :func:`conv3x3`
-    (F(2 x 2, 3 x 3): maps of at least ``MIN_TILES`` tiles of 2 x 2).
+    (F(2 x 2, 3 x 3): maps of at least ``MIN_TILES`` tiles of 2 x 2; not with ``only_f4``).
 
     Returns how many were replaced (0 leaves the graph as it was).
     """
     count = 0
     for node in list(gm.graph.nodes):
-        chosen = _eligible(node)
+        chosen = _eligible(node, only_f4)
         if chosen is None:
             continue
         padding, m = chosen
@@ -238,4 +291,5 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
     return count
 
 
-__all__ = ["conv3x3", "conv3x3_f4", "f4_unavailable", "rewrite", "MIN_CHANNELS", "MIN_TILES", "MIN_TILES_F4"]
+__all__ = ["conv3x3", "conv3x3_f4", "f4_unavailable", "rewrite", "auto_rewrite", "auto_unavailable", "f4_flops",
+           "MIN_CHANNELS", "MIN_TILES", "MIN_TILES_F4", "AUTO_MIN_FLOPS"]

@@ -93,3 +93,52 @@ def test_winograd_with_a_backend_set_is_refused_and_the_report_says_why(exported
     config.enable_winograd()
     config.disable_winograd()
     assert not config.winograd_enabled() and "winograd: off" in config.summary()
+
+
+class _HeavyNet(nn.Module):
+    """Three 64-channel 3 x 3 convolutions on 32 x 32 maps: 0.23 GFLOP at batch 1 that F(4x4) takes."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 64, 3, padding=1)
+        self.body = nn.Sequential(*(m for _ in range(3) for m in (nn.Conv2d(64, 64, 3, padding=1), nn.ReLU())))
+        self.head = nn.Linear(64, 4)
+
+    def forward(self, x):
+        return self.head(self.body(torch.relu(self.stem(x))).mean((2, 3)))
+
+
+def test_without_being_asked_it_is_tried_on_an_avx2_cpu_for_heavy_convolutions_only(tmp_path, monkeypatch,
+                                                                                    exported_convnet):
+    torch.manual_seed(0)
+    net = _HeavyNet().eval()
+    prefix = tmp_path / "heavy"
+    spec = InputSpec([None, 3, 32, 32], "float32", "image")
+    sampan.jit.save(net, prefix, input_spec=[spec])
+    sampan.onnx.export(net, prefix, input_spec=[spec])
+    x = np.random.default_rng(0).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    with torch.no_grad():
+        expected = net(torch.from_numpy(x)).numpy()
+
+    def names(config):
+        predictor = create_predictor(config)
+        if config.prefix == prefix:
+            np.testing.assert_allclose(predictor.run([x])[0], expected, rtol=1e-3, atol=1e-4)
+        return {c.name for c in predictor.candidates}, predictor
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    config = Config(prefix)
+    assert config.winograd_auto() and not config.winograd_enabled() and "winograd: auto" in config.summary()
+    seen, predictor = names(config)
+    assert winograd.NAME in seen and winograd.NAME not in predictor.rejected, predictor.report()
+    assert winograd.NAME in predictor.report()
+    config.disable_winograd()                       # asked not to: never, not even here
+    assert not config.winograd_auto() and names(config)[0] == {"pt2", "onnxruntime"}
+    # a light network (the course's kind) is left alone, and the reason says why
+    light = Config(exported_convnet[1])
+    reason = winograd.auto_refusal(light, {"pt2": {}}, lambda: torch.export.load(f"{exported_convnet[1]}.pt2").module())
+    assert "GFLOP at batch 1" in reason and "enable_winograd" in reason
+    assert winograd.NAME not in names(light)[0]
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    assert names(Config(prefix))[0] == {"pt2", "onnxruntime"}

@@ -196,3 +196,83 @@ def test_a_dynamic_height_and_width_still_get_winograd():
 def test_winograd_without_what_it_needs_is_refused_by_name(options):
     with pytest.raises(ValueError, match=r"Expected `winograd`.*Received: winograd=True.*HINT: .*backend='inductor'"):
         sampan.jit.to_static(_Net().eval(), winograd=True, **options)
+
+
+class _Heavy(nn.Module):
+    """Two 64-channel 3 x 3 convolutions on 32 x 32 maps: 2 x 75 MFLOP per image, F(4x4) takes both."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 64, 3, padding=1)   # 3 input channels: never Winograd
+        self.a, self.b = nn.Conv2d(64, 64, 3, padding=1), nn.Conv2d(64, 64, 3, padding=1)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        return self.head(torch.relu(self.b(torch.relu(self.a(x)))).mean((2, 3)))
+
+
+def _cpu(monkeypatch, capability):
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+
+
+def test_auto_is_for_avx2_only_cpus(monkeypatch):
+    _cpu(monkeypatch, "AVX2")
+    assert winograd.auto_unavailable() is None
+    _cpu(monkeypatch, "AVX512")
+    assert "AVX512" in winograd.auto_unavailable() and "winograd=True" in winograd.auto_unavailable()
+
+
+def test_auto_rewrite_takes_f4_convolutions_only_when_they_are_heavy_enough():
+    assert winograd.f4_unavailable() is None
+    torch.manual_seed(0)
+    net = _Heavy().eval()
+    flops, counts = [], []
+
+    def backend(gm, example_inputs):
+        flops.append(winograd.f4_flops(gm))
+        counts.append(winograd.auto_rewrite(gm))
+        return gm.forward
+
+    with torch.no_grad():
+        for batch in (1, 2):  # 150 MFLOP at batch 1: under AUTO_MIN_FLOPS; 300 at batch 2: over
+            x = torch.randn(batch, 3, 32, 32)
+            torch._dynamo.reset()
+            out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
+            torch.testing.assert_close(out, net(x), rtol=1e-4, atol=1e-4)
+        torch._dynamo.reset()
+        torch.compile(_Wide(16).eval(), backend=backend, fullgraph=True, dynamic=False)(torch.randn(2, 16, 12, 12))
+    per_image = 2 * (2 * 64 * 64 * 9 * 32 * 32)
+    assert flops == [per_image, 2 * per_image, 0.0]   # 12 x 12 maps: F(2x2) only, which "auto" never uses
+    assert counts == [0, 2, 0]
+    assert per_image < winograd.AUTO_MIN_FLOPS <= 2 * per_image
+
+
+def test_to_static_auto_compiles_once_with_f4_on_an_avx2_cpu_and_not_elsewhere(monkeypatch):
+    x = torch.randn(4, 3, 32, 32)
+    results = {}
+    for capability in ("AVX2", "AVX512"):
+        _cpu(monkeypatch, capability)
+        torch.manual_seed(0)
+        net = _Heavy().eval()
+        ref = net(x).detach()
+        sampan.jit.to_static(net, input_spec=[sampan.InputSpec([None, 3, 32, 32])])  # winograd="auto"
+        with torch.no_grad():
+            net(x)
+            out = net(x)
+        torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+        fn = net.forward
+        (choice,) = fn.choices.values()
+        assert choice.winograd_seconds is None and "winograd" not in fn._compiled  # one frozen graph, no variant
+        rewritten = fn._frozen_backend.rewritten if "_frozen_backend" in vars(fn) else None
+        results[capability] = (rewritten, choice.winograd, choice.path, str(choice))
+    # on AVX2: both 64-channel convolutions by F(4x4) (kept when compiled beats eager, as timed); on AVX-512: none
+    rewritten, by_winograd, path, words = results["AVX2"]
+    assert rewritten == 2 and by_winograd == (path == "compiled")
+    assert ("compiled, Winograd convolutions" in words) == by_winograd
+    assert results["AVX512"][:2] == (None, False) and "Winograd" not in results["AVX512"][3]
+
+
+def test_winograd_takes_only_true_false_or_auto():
+    with pytest.raises(ValueError, match=r"Expected `winograd` to be True, False or 'auto'.*Received: winograd='yes'"):
+        sampan.jit.to_static(_Net().eval(), winograd="yes")

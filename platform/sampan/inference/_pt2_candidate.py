@@ -3,6 +3,7 @@ each compiles the ``.pt2`` program with inductor's freezing, and is considered o
 on the CPU."""
 from __future__ import annotations
 
+import types
 from typing import Callable
 
 import torch
@@ -29,7 +30,14 @@ def refusal(config, exported: dict, *, considered: str, on_gpu: str,
 
 
 def compile_frozen(forward: Callable, specs: list[InputSpec], backend: FrozenBackend) -> Callable:
-    """``forward`` compiled by ``backend`` with inductor's freezing on; dynamic dims follow ``specs``."""
+    """``forward`` compiled by ``backend`` with inductor's freezing on; dynamic dims follow ``specs``.
+
+    ``forward`` gets a code object of its own first: Dynamo keeps its graphs per code object, at most
+    ``torch._dynamo.config.recompile_limit`` (8) of them, and every predictor's candidate is the same ``forward``
+    source; shared, a process that creates a few predictors (a graph for batch 1 and one for larger batches each)
+    would reach the limit and fail (``fullgraph=True``)."""
+    forward = types.FunctionType(forward.__code__.replace(), forward.__globals__, forward.__name__,
+                                 forward.__defaults__, forward.__closure__)
     compiled = torch.compile(forward, backend=backend, fullgraph=True)
     dynamic = [list(s.dynamic_dims) for s in specs]
 

@@ -80,12 +80,17 @@ class GpuReader:
         """``nvmlDeviceGetMemoryInfo``, version 2 where the driver has it: its ``used`` leaves out the memory the
         driver reserves for itself, as ``nvidia-smi`` does (version 1 counts it: about 600 MiB more on an H200).
         Drivers without version 2 fall back to version 1 once, for good."""
+        nvml = self._nvml
         if self._mem_v2 is not None:
             try:
-                return self._nvml.nvmlDeviceGetMemoryInfo(handle, version=self._mem_v2)
-            except self._nvml.NVMLError:
+                return nvml.nvmlDeviceGetMemoryInfo(handle, version=self._mem_v2)
+            except nvml.NVMLError as exc:
+                old_driver = (getattr(nvml, name, None) for name in ("NVML_ERROR_FUNCTION_NOT_FOUND",
+                              "NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_ARGUMENT_VERSION_MISMATCH"))
+                if exc.value not in set(old_driver) - {None}:
+                    raise  # the device's trouble, not the driver's age: read() notes it
                 self._mem_v2 = None
-        return self._nvml.nvmlDeviceGetMemoryInfo(handle)
+        return nvml.nvmlDeviceGetMemoryInfo(handle)
 
     def close(self) -> None:
         if self._nvml is not None:

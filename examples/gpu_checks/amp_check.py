@@ -48,12 +48,12 @@ def _speed(quick: bool) -> list[tuple[str, bool, str]]:
          (64, 1000), True),
         ("Transformer 6x512, 64x128 tokens", _Encoder, torch.randn(64, 128, 512, device=dev), (64, 10), True),
     ]
-    rows, met = [], []
+    rows, met, tf32_default = [], [], torch.backends.cudnn.allow_tf32
     for name, build, x, (n, classes), tf32 in cases:
         y = torch.randint(0, classes, (n,), device=dev)
         torch.backends.cudnn.allow_tf32 = tf32  # torch's default is True: "fp32" convolutions run as TF32
         row = _compare(name, build, x, y, ["fp16", "bf16"], repeat)
-        torch.backends.cudnn.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = tf32_default
         ratios = {dt: row[f"{dt} speed-up"] for dt in ("fp16", "bf16")}
         if min(ratios.values()) >= 2.0:
             met.append(name)

@@ -11,16 +11,18 @@
 #   sampan bench amp  fp32 vs fp16 vs bf16 training-step ratios on CUDA
 # GPU_CHECKS="amp pytest" runs only the steps named. Logs go to $OUT (or ./gpu-check-logs); each log ends with the step's exit code, and a summary prints last.
 # Where sampan is not installed, it runs from the checkout (PYTHONPATH=platform:widgets). Python packages missing
-# on that machine can be put as wheels in .whl/ (they are installed into /tmp/site first).
+# on that machine can be put as wheels in .whl/ (they are installed into a scratch folder first).
 set -u
 OUT=${OUT:-gpu-check-logs}
 mkdir -p "$OUT"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$scratch/site" \
+    .whl/*.whl && export PYTHONPATH="$scratch/site"
 fi
 export PYTHONPATH=platform:widgets${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-export SAMPAN_DATA=${SAMPAN_DATA:-/tmp/sampan-data}
+export SAMPAN_DATA=${SAMPAN_DATA:-$scratch/sampan-data}
 
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv

@@ -19,6 +19,7 @@ course's small networks, which never pay the compile). Elsewhere nothing changes
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import torch
@@ -58,8 +59,6 @@ def compile_winograd(module: torch.nn.Module, specs: list[InputSpec],
                      only_f4: bool = False) -> tuple[Callable, FrozenBackend]:
     """``module`` compiled with freezing and the Winograd rewrite (F(4 x 4) only, with ``only_f4``); the backend
     tells how many convolutions it replaced (``backend.rewritten``, after the first call)."""
-    import functools
-
     from sampan.jit.winograd import rewrite
 
     backend = FrozenBackend("inductor", rewrite=functools.partial(rewrite, only_f4=only_f4))

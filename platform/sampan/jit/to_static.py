@@ -128,12 +128,10 @@ class StaticFunction:
 
     def _auto_winograd(self) -> bool:
         """Whether ``winograd="auto"`` puts Winograd F(4x4) into the frozen graph here (see :func:`to_static`)."""
-        if "_auto" not in self.__dict__:
-            from sampan.jit.winograd import auto_unavailable
+        from sampan.jit.winograd import auto_unavailable
 
-            self._auto = (self.winograd == "auto" and self.backend == "inductor" and self.freezing
-                          and self.pick_faster and auto_unavailable() is None)
-        return self._auto
+        return (self.winograd == "auto" and self.backend == "inductor" and self.freezing and self.pick_faster
+                and auto_unavailable() is None)
 
     def _mark_dynamic(self, args: tuple) -> None:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]

@@ -110,16 +110,14 @@ def f4_flops(gm: torch.fx.GraphModule, batch: int | None = None) -> float:
     convolution fits)."""
     total = 0.0
     for node in gm.graph.nodes:
-        chosen = _eligible(node, only_f4=True)
-        if chosen is not None:
-            out = _meta(node)
-            k, c = _meta(node.args[1]).shape[:2]
-            sizes = [_hint(d) for d in out.shape] if out is not None else [None]
-            if batch is not None and sizes != [None]:
-                sizes[0] = batch
-            if None not in sizes:
-                n, _, ho, wo = sizes
-                total += 2.0 * (batch or n) * k * c * 9 * ho * wo
+        out = _meta(node)
+        if out is None or _eligible(node, only_f4=True) is None:
+            continue
+        k, c = _meta(node.args[1]).shape[:2]
+        n, _, ho, wo = (_hint(d) for d in out.shape)
+        n = batch or n
+        if None not in (n, ho, wo):
+            total += 2.0 * n * k * c * 9 * ho * wo
     return total
 
 

@@ -11,6 +11,8 @@ from sampan.utils.host import host_figures
 
 _log = logging.getLogger("sampan.monitor")
 _MiB = 1024 * 1024
+# what a driver without nvmlDeviceGetMemoryInfo_v2 answers to it
+_OLD_DRIVER = ("NVML_ERROR_FUNCTION_NOT_FOUND", "NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_ARGUMENT_VERSION_MISMATCH")
 
 
 class GpuReader:
@@ -85,9 +87,7 @@ class GpuReader:
             try:
                 return nvml.nvmlDeviceGetMemoryInfo(handle, version=self._mem_v2)
             except nvml.NVMLError as exc:
-                old_driver = (getattr(nvml, name, None) for name in ("NVML_ERROR_FUNCTION_NOT_FOUND",
-                              "NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_ARGUMENT_VERSION_MISMATCH"))
-                if exc.value not in set(old_driver) - {None}:
+                if exc.value not in {getattr(nvml, name) for name in _OLD_DRIVER if hasattr(nvml, name)}:
                     raise  # the device's trouble, not the driver's age: read() notes it
                 self._mem_v2 = None
         return nvml.nvmlDeviceGetMemoryInfo(handle)

@@ -8,15 +8,25 @@ STAMP := $(VENV)/.sampan-installed
 # tests waited on servers, browsers and timeouts (CPU time 81 % of 2 x wall); a third worker fills those waits.
 WORKERS ?= 3
 THREADS ?= 1
+# Inductor compiles in a pool of helper processes, one per core, started in every process that compiles (each test
+# worker and lesson kernel): on 2 busy cores the pool gained no time and cost about 5 CPU-seconds each (measured
+# with process accounting, 2026-12-04); one compile thread compiles in the process itself.
+COMPILE_THREADS ?= 1
 
 .PHONY: setup lab test bench clean hub-proxy site
 
 setup: $(STAMP)
 
+# jsonschema's optional IRI format checker (rfc3987-syntax, pulled in by Jupyter's event schemas) builds a grammar
+# on import: 2 of the 3 CPU-seconds of every Jupyter server, Voila, papermill or `sampan path` start (measured
+# 2026-12-04). Without it jsonschema skips the "iri" format and nothing else changes.
+DROP_SLOW_IMPORTS = $(PY) -m pip uninstall --quiet --yes rfc3987-syntax
+
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(DROP_SLOW_IMPORTS)
 	$(PY) -m sampan kernel install --sys-prefix
 	$(MAKE) hub-proxy
 	touch $(STAMP)
@@ -32,16 +42,17 @@ lab: setup
 	$(VENV)/bin/sampan lab
 
 test: setup
-	OMP_NUM_THREADS=$(THREADS) $(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	OMP_NUM_THREADS=$(THREADS) TORCHINDUCTOR_COMPILE_THREADS=$(COMPILE_THREADS) $(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,bench]"
+	$(DROP_SLOW_IMPORTS)
 	$(VENV)/bin/sampan bench
 
 # The executed course as static HTML: runs the path in quick mode, then writes runs/<timestamp>/site/index.html.
 # `make site SITE_ARGS="--from runs/<timestamp>"` builds it from a run you already have; `--lang zh` in Chinese.
 site: setup
-	OMP_NUM_THREADS=$(THREADS) $(VENV)/bin/sampan path site $(SITE_ARGS)
+	OMP_NUM_THREADS=$(THREADS) TORCHINDUCTOR_COMPILE_THREADS=$(COMPILE_THREADS) $(VENV)/bin/sampan path site $(SITE_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -12,6 +12,7 @@ THREADS ?= 1
 # worker and lesson kernel): on 2 busy cores the pool gained no time and cost about 5 CPU-seconds each (measured
 # with process accounting, 2026-12-04); one compile thread compiles in the process itself.
 COMPILE_THREADS ?= 1
+THREAD_ENV = OMP_NUM_THREADS=$(THREADS) TORCHINDUCTOR_COMPILE_THREADS=$(COMPILE_THREADS)
 
 .PHONY: setup lab test bench clean hub-proxy site
 
@@ -42,7 +43,7 @@ lab: setup
 	$(VENV)/bin/sampan lab
 
 test: setup
-	OMP_NUM_THREADS=$(THREADS) TORCHINDUCTOR_COMPILE_THREADS=$(COMPILE_THREADS) $(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	$(THREAD_ENV) $(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,bench]"
@@ -52,7 +53,7 @@ bench: setup
 # The executed course as static HTML: runs the path in quick mode, then writes runs/<timestamp>/site/index.html.
 # `make site SITE_ARGS="--from runs/<timestamp>"` builds it from a run you already have; `--lang zh` in Chinese.
 site: setup
-	OMP_NUM_THREADS=$(THREADS) TORCHINDUCTOR_COMPILE_THREADS=$(COMPILE_THREADS) $(VENV)/bin/sampan path site $(SITE_ARGS)
+	$(THREAD_ENV) $(VENV)/bin/sampan path site $(SITE_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

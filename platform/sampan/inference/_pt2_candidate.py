@@ -36,8 +36,10 @@ def compile_frozen(forward: Callable, specs: list[InputSpec], backend: FrozenBac
     ``torch._dynamo.config.recompile_limit`` (8) of them, and every predictor's candidate is the same ``forward``
     source; shared, a process that creates a few predictors (a graph for batch 1 and one for larger batches each)
     would reach the limit and fail (``fullgraph=True``)."""
-    forward = types.FunctionType(forward.__code__.replace(), forward.__globals__, forward.__name__,
-                                 forward.__defaults__, forward.__closure__)
+    own = types.FunctionType(forward.__code__.replace(), forward.__globals__, forward.__name__, forward.__defaults__,
+                             forward.__closure__)
+    own.__kwdefaults__ = forward.__kwdefaults__
+    forward = own
     compiled = torch.compile(forward, backend=backend, fullgraph=True)
     dynamic = [list(s.dynamic_dims) for s in specs]
 

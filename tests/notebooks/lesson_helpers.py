@@ -10,11 +10,11 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import nbformat
-import papermill
 from jupyter_client.kernelspec import find_kernel_specs
 
 from sampan.hapi.loop import FAST_DEV_RUN_ENV
 from sampan.utils.io import file_lock
+from sampan.utils.notebooks import execute_notebook
 from sampan.utils.record import collect_records
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def _execute(notebook: Path, workdir: Path, *, data: Path, lang: str, parameters
     os.environ.update(env)
     try:
         output = workdir / f"{notebook.stem}.out.ipynb"
-        papermill.execute_notebook(str(notebook), str(output), parameters={"QUICK": True, **parameters},
+        execute_notebook(str(notebook), str(output), parameters={"QUICK": True, **parameters},
                                    kernel_name=KERNEL, cwd=str(workdir), progress_bar=False, log_output=False,
                                    execution_timeout=600)
     finally:

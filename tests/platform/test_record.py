@@ -6,6 +6,7 @@ import pytest
 from nbclient import NotebookClient
 
 import sampan
+from sampan.utils.notebooks import with_kernel_restarts
 from sampan.utils.record import RECORD_MIME, collect_records
 
 
@@ -26,7 +27,7 @@ def test_record_inside_a_real_kernel_is_collected(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("import sampan\nsampan.record('test_acc', 0.5 + 0.25)\n"
                                           "sampan.record('curve', [1, 2, 3])")]
-    NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    with_kernel_restarts(lambda: NotebookClient(nb, kernel_name="python3", timeout=120).execute())
     path = tmp_path / "out.ipynb"
     nbformat.write(nb, path)
     assert collect_records(path) == {"test_acc": 0.75, "curve": [1, 2, 3]}

@@ -5,6 +5,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from sampan.utils.notebooks import with_kernel_restarts
+
 SETUP = """
 import torch
 from torch.utils.data import TensorDataset
@@ -28,8 +30,9 @@ def executed(tmp_path_factory):
                                           "_ = model.fit(data, batch_size=16, epochs=3, verbose=0, callbacks=[silent])\n"
                                           "import matplotlib.pyplot as plt\nprint('figures', plt.get_fignums())")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    NotebookClient(nb, timeout=120, kernel_name="python3", startup_timeout=90,
-                   resources={"metadata": {"path": str(tmp_path_factory.mktemp("nb"))}}).execute()
+    folder = str(tmp_path_factory.mktemp("nb"))
+    with_kernel_restarts(lambda: NotebookClient(nb, timeout=120, kernel_name="python3", startup_timeout=90,
+                                                resources={"metadata": {"path": folder}}).execute())
     return nb
 
 

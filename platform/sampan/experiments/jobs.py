@@ -260,10 +260,11 @@ def list_jobs() -> list[Job]:
 
 def _execute(folder: str) -> None:
     """The job process: runs the notebook, then writes the final state."""
-    import papermill as pm
+    import logging
+
     from papermill.exceptions import PapermillExecutionError
 
-    import logging
+    from sampan.utils.notebooks import execute_notebook
 
     handler = logging.StreamHandler(sys.stdout)  # the cells' output, as it comes, into log.txt
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -272,7 +273,7 @@ def _execute(folder: str) -> None:
     job = _read(Path(folder))
     status, error = "finished", None
     try:
-        pm.execute_notebook(job.notebook, str(job.output), parameters=job.parameters, log_output=True,
+        execute_notebook(job.notebook, str(job.output), parameters=job.parameters, log_output=True,
                             kernel_name=job.kernel, progress_bar=False, request_save_on_cell_execute=True,
                             start_timeout=120)
     except PapermillExecutionError as exc:

@@ -186,8 +186,9 @@ def _as_value(value: Any, metric: str, number: int) -> float:
 
 
 def _run_notebook(cfg: dict, params: dict, trial: Any, run_id: str) -> float:
-    import papermill as pm
     from papermill.exceptions import PapermillExecutionError
+
+    from sampan.utils.notebooks import execute_notebook
 
     out = Path(cfg["out_dir"]) / f"trial-{trial.number}.ipynb"
     env = {store.NOTEBOOK_ENV: cfg["target"], "SAMPAN_PARENT_RUN": run_id,
@@ -196,7 +197,7 @@ def _run_notebook(cfg: dict, params: dict, trial: Any, run_id: str) -> float:
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # the kernel inherits them; a worker process runs one trial at a time
     try:
-        pm.execute_notebook(cfg["target"], str(out), parameters=params, progress_bar=False, cwd=cfg.get("cwd"),
+        execute_notebook(cfg["target"], str(out), parameters=params, progress_bar=False, cwd=cfg.get("cwd"),
                             kernel_name=cfg.get("kernel"), start_timeout=120)
     except PapermillExecutionError as exc:
         if exc.ename == "TrialPruned":

@@ -305,9 +305,10 @@ def _declared(params: dict[str, Any], lesson: Lesson) -> dict[str, Any]:
 def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
              kernel_name: str | None) -> dict[str, Any] | None:
     """Runs one notebook; returns ``None`` or the error (papermill's error cell) as a dict."""
-    import papermill as pm
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
+
+    from sampan.utils.notebooks import execute_notebook
 
     deadline = time.monotonic() + limit
     current: list = [None]
@@ -318,7 +319,7 @@ def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
 
     os.environ["SAMPAN_LESSON"] = lesson.id  # the lesson's fits are recorded runs tagged with it (sampan.experiments)
     try:
-        pm.execute_notebook(str(lesson.notebook), str(out), parameters=params, kernel_name=kernel_name,
+        execute_notebook(str(lesson.notebook), str(out), parameters=params, kernel_name=kernel_name,
                             progress_bar=False, cwd=str(out.parent), timeout_func=remaining,
                             start_timeout=120)
     except PapermillExecutionError as exc:

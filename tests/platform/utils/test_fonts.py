@@ -62,10 +62,11 @@ def test_the_sampan_kernel_adds_the_cjk_font_before_the_first_plotting_cell(tmp_
     from jupyter_client.manager import start_new_kernel
 
     from sampan.cli import main
+    from sampan.utils.notebooks import with_kernel_restarts
 
     assert main(["kernel", "install", "--prefix", str(tmp_path)]) == 0
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share" / "jupyter"))
-    km, kc = start_new_kernel(kernel_name="sampan", startup_timeout=120)
+    km, kc = with_kernel_restarts(lambda: start_new_kernel(kernel_name="sampan", startup_timeout=120))
     try:
         before = kc.execute_interactive("import sys\nprint(sorted({'torch', 'matplot' + 'lib'} & set(sys.modules)))",
                                         timeout=60, output_hook=(out := _Out()))

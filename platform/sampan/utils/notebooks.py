@@ -1,0 +1,70 @@
+"""``execute_notebook``: papermill's, with a kernel that dies while starting started again.
+
+jupyter_client picks a kernel's five ports in the parent process (it binds, reads the port, lets go) and the kernel
+binds them a moment later. Another process starting a kernel or a server in that moment can take one of them: the
+kernel exits with ``ZMQError: Address already in use`` before it ever answers, and papermill raises
+``RuntimeError: Kernel died before replying to kernel_info``. Nothing of the notebook has run then, so starting the
+kernel again (with new ports) is safe; a kernel that dies at every start is reported after ``attempts`` tries.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, TypeVar
+
+from sampan.utils.imports import require
+
+_log = logging.getLogger("sampan.notebooks")
+
+KERNEL_START_ATTEMPTS = 3
+T = TypeVar("T")
+
+
+class KernelStartError(RuntimeError):
+    """The notebook's kernel died before it answered, at every one of the tries; no cell ran."""
+
+
+def died_while_starting(exc: BaseException) -> bool:
+    """Whether ``exc`` is nbclient's "the kernel process ended before it answered" (raised only at start-up)."""
+    return isinstance(exc, RuntimeError) and "Kernel died before replying to kernel_info" in str(exc)
+
+
+def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNEL_START_ATTEMPTS,
+                     **kwargs: Any) -> Any:
+    """``papermill.execute_notebook(input_path, output_path, **kwargs)``, starting the kernel up to ``attempts`` times.
+
+    Example:
+        >>> execute_notebook("lesson.ipynb", "out.ipynb", parameters={"EPOCHS": 1})  # doctest: +SKIP
+
+    Raises:
+        KernelStartError: the kernel died before answering at every try (its spec or environment is broken).
+    """
+    pm = require("papermill")
+    return with_kernel_restarts(lambda: pm.execute_notebook(input_path, output_path, **kwargs), attempts=attempts,
+                                what=str(input_path), kernel=kwargs.get("kernel_name"))
+
+
+def with_kernel_restarts(run: Callable[[], T], *, attempts: int = KERNEL_START_ATTEMPTS, what: str = "the notebook",
+                         kernel: str | None = None) -> T:
+    """Calls ``run()`` (which starts a kernel and executes cells) again while its kernel dies before answering.
+
+    Example:
+        >>> with_kernel_restarts(lambda: NotebookClient(nb, kernel_name="python3").execute())  # doctest: +SKIP
+    """
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
+        raise ValueError(f"Expected `attempts` to be a whole number of tries, at least 1. Received: attempts="
+                         f"{attempts!r}. HINT: pass attempts=1 to start the kernel only once.")
+    for attempt in range(1, attempts + 1):
+        try:
+            return run()
+        except RuntimeError as exc:
+            if not died_while_starting(exc):
+                raise
+            if attempt == attempts:
+                name = repr(kernel) if kernel else "of the notebook"
+                raise KernelStartError(
+                    f"The kernel {name} died before it answered, {attempts} times in a row, so no cell of {what} "
+                    f"ran. HINT: `jupyter kernelspec list` shows where its spec is; check that the command in its "
+                    f"kernel.json runs (a spec that points at a removed Python is the usual cause).") from exc
+            _log.warning("The kernel for %s died while starting (try %d of %d; usually a port another process "
+                         "took in the meantime); starting it again.", what, attempt, attempts)
+    raise AssertionError("unreachable")  # pragma: no cover

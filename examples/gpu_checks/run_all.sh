@@ -7,6 +7,8 @@
 #   amp_check.py      CUDA AMP fp16 / bf16 with the scaler, the NaN doctor, O2        (issue 4)
 #   fsdp_check.py     FSDP2 with NCCL on every GPU (one GPU: world size 1)           (issue 4)
 #   monitor_check.py  the memory monitor against nvidia-smi and torch.cuda          (issue 6)
+#   compile_check.py  to_static inference, compiled training, the predictor on CUDA (issue 14)
+#   bench_train       sampan bench fit's compiled-training rows on CUDA              (issue 14)
 #   pytest            the tests whose behaviour differs when a GPU is present
 #   sampan bench amp  fp32 vs fp16 vs bf16 training-step ratios on CUDA
 # GPU_CHECKS="amp pytest" runs only the steps named. Logs go to $OUT (or ./gpu-check-logs); each log ends with the step's exit code, and a summary prints last.
@@ -49,9 +51,12 @@ step amp 180 python3 examples/gpu_checks/amp_check.py
 step monitor 90 python3 examples/gpu_checks/monitor_check.py
 step fsdp 90 python3 examples/gpu_checks/fsdp_check.py
 step bench_amp 60 python3 -m sampan bench amp --quick
-step pytest 120 python3 -m pytest -q -p no:cacheprovider -n 4 \
+step compile 200 python3 examples/gpu_checks/compile_check.py --quick
+step bench_train 120 python3 -c "from sampan.bench.fit import compiled_training; compiled_training(quick=True)"
+step pytest 150 python3 -m pytest -q -p no:cacheprovider -n 4 \
   tests/platform/inference/test_predictor.py tests/platform/hapi/test_model.py tests/platform/hapi/test_errors.py \
-  tests/platform/monitor tests/widgets/test_resource_monitor.py tests/platform/amp
+  tests/platform/monitor tests/widgets/test_resource_monitor.py tests/platform/amp \
+  tests/platform/jit/test_static_training.py tests/platform/jit/test_to_static_choice.py
 
 echo; echo "### summary"
 printf '%s\n' "${summary[@]}" | tee "$OUT/summary.log"

@@ -1,14 +1,25 @@
 """Timing candidates side by side: medians of repeated runs, interleaved in a shuffled order.
 
 One home for the timing that both ``sampan bench`` and the library use (the inference
-``Predictor`` picks its fastest backend with :func:`interleaved`).
+``Predictor`` picks its fastest backend with :func:`interleaved`). Once CUDA is in use, every timed call is
+bracketed by ``torch.cuda.synchronize()``: CUDA calls return when their kernels are queued, so without it a
+GPU candidate would be timed by its launch cost alone.
 """
 from __future__ import annotations
 
 import random
 import statistics
+import sys
 import time
 from typing import Callable
+
+
+def _cuda_sync() -> Callable[[], None]:
+    """``torch.cuda.synchronize`` once this process has started CUDA, else a no-op (never imports torch)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.cuda.synchronize
+    return lambda: None
 
 
 def median_time(fn: Callable[[], object], *, repeat: int = 5, warmup: int = 1) -> float:
@@ -20,10 +31,13 @@ def median_time(fn: Callable[[], object], *, repeat: int = 5, warmup: int = 1) -
     """
     for _ in range(warmup):
         fn()
+    sync = _cuda_sync()
     times = []
     for _ in range(repeat):
+        sync()
         start = time.perf_counter()
         fn()
+        sync()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -62,11 +76,14 @@ def interleaved(fns: dict[str, Callable[[], object]], *, repeat: int = 5, warmup
             fn()
     items = list(fns.items())
     order = random.Random(0)
+    sync = _cuda_sync()
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeat):
         order.shuffle(items)
         for name, fn in items:
+            sync()
             start = time.perf_counter()
             fn()
+            sync()
             times[name].append(time.perf_counter() - start)
     return {k: statistics.median(v) for k, v in times.items()}

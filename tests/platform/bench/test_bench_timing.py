@@ -1,6 +1,7 @@
 """sampan.utils.timing (shared by the library and `sampan bench`) and the bench tables."""
 from __future__ import annotations
 
+import sys
 import time
 
 from sampan.bench._timing import print_table
@@ -30,3 +31,22 @@ def test_print_table_writes_markdown(capsys):
     print_table("demo", [{"model": "lenet", "ms": 0.123456}], ["model", "ms"])
     out = capsys.readouterr().out
     assert "### demo" in out and "| model | ms |" in out and "| lenet | 0.1235 |" in out
+
+
+def test_once_cuda_is_in_use_each_timed_call_is_bracketed_by_a_synchronize(monkeypatch):
+    """CUDA calls return when their kernels are queued: without a synchronize a GPU candidate is timed by its launch."""
+    import types
+
+    from sampan.utils import timing
+
+    events = []
+    cuda = types.SimpleNamespace(is_available=lambda: True, is_initialized=lambda: True,
+                                 synchronize=lambda: events.append("sync"))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    timing.interleaved({"a": lambda: events.append("a")}, repeat=2, warmup=0)
+    timing.median_time(lambda: events.append("m"), repeat=1, warmup=0)
+    assert events == ["sync", "a", "sync", "sync", "a", "sync", "sync", "m", "sync"]
+    cuda.is_initialized = lambda: False  # CUDA never started here: nothing to wait for
+    events.clear()
+    timing.interleaved({"a": lambda: events.append("a")}, repeat=1, warmup=0)
+    assert events == ["a"]

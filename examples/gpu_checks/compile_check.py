@@ -10,7 +10,8 @@ Run on a machine with an NVIDIA GPU::
    noise (≥ 0.95×): the measured per-shape choice in ``forward.choices`` must keep the faster path on a GPU too.
 2. Compiled training on CUDA (the digits CNN, batch 32): ``prepare(to_static=True)`` follows eager's loss curve
    for 20 steps within rtol 1e-3, and the steps-per-second ratio with what ``to_static`` kept.
-3. The predictor on CUDA: ``sampan.jit.save`` of resnet18 (``pt2`` and an AOTInductor package for CUDA), then ``Config.enable_use_gpu()`` with ``backend="auto"``:
+3. The predictor on CUDA: ``sampan.jit.save`` of resnet18 as ``pt2``, then (in a child process) as an AOTInductor
+   package for CUDA; each ``Config.enable_use_gpu()`` with ``backend="auto"``:
    its report, and its output against eager on the GPU.
 
 Prints Markdown tables and one line per check; the exit code is 1 when a check fails. Needs no network.
@@ -147,6 +148,21 @@ def training(quick: bool) -> None:
 
 
 def predictor() -> None:
+    import subprocess
+
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as folder:
+        prefix = f"{folder}/resnet18"
+        _serve(prefix, "pt2")
+        # AOTInductor for this GPU, in a child: a crash inside torch's package loader must not end the check
+        child = subprocess.run([sys.executable, "-X", "faulthandler", __file__, "--serve", prefix],
+                               capture_output=True, text=True, timeout=240)
+        print(child.stdout[-3000:], child.stderr[-3000:] if child.returncode else "", flush=True)
+        check(child.returncode == 0, f"AOTInductor package for CUDA saved, loaded and served (exit {child.returncode})")
+
+
+def _serve(prefix: str, fmt: str) -> None:
+    """Saves resnet18 as ``fmt`` under ``prefix``, then serves it with the predictor on the GPU (``backend="auto"``)."""
     import numpy as np
 
     import sampan
@@ -154,22 +170,20 @@ def predictor() -> None:
     from sampan.vision.models import resnet18
 
     torch.manual_seed(0)
-    net = resnet18(num_classes=1000).eval()
-    with tempfile.TemporaryDirectory() as folder:
-        prefix = f"{folder}/resnet18"
-        spec = [sampan.InputSpec([None, 3, 224, 224], name="image")]
-        sampan.jit.save(net, prefix, input_spec=spec)
-        sampan.jit.save(net, prefix, input_spec=spec, format="aoti", device="cuda")  # AOTInductor for this GPU
-        config = Config(prefix)
-        config.enable_use_gpu()
-        pred = create_predictor(config)
-        print("\n" + pred.report(), flush=True)
-        x = np.random.default_rng(0).standard_normal((4, 3, 224, 224)).astype("float32")
-        got = pred.run([x])[0]
-        with torch.no_grad():
-            want = net.cuda()(torch.from_numpy(x).cuda()).cpu().numpy()
-        diff = float(np.abs(got - want).max())
-        check(diff < 1e-2, f"predictor ({pred.backend}) on CUDA matches eager on CUDA (max diff {diff:.2e})")
+    net = resnet18(num_classes=1000).eval().cuda()
+    sampan.jit.save(net, prefix, input_spec=[sampan.InputSpec([None, 3, 224, 224], name="image")], format=fmt,
+                    device="cuda" if fmt == "aoti" else None)
+    check(all(p.device.type == "cuda" for p in net.parameters()), f"save({fmt}) left the model on the GPU")
+    config = Config(prefix)
+    config.enable_use_gpu()
+    pred = create_predictor(config)
+    print("\n" + pred.report(), flush=True)
+    x = np.random.default_rng(0).standard_normal((4, 3, 224, 224)).astype("float32")
+    got = pred.run([x])[0]
+    with torch.no_grad():
+        want = net(torch.from_numpy(x).cuda()).cpu().numpy()
+    diff = float(np.abs(got - want).max())
+    check(diff < 1e-2, f"predictor ({pred.backend}) on CUDA matches eager on CUDA (max diff {diff:.2e})")
 
 
 def main() -> int:
@@ -177,6 +191,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--only", choices=["inference", "training", "predictor"], action="append",
                         help="run only these parts (repeatable)")
+    parser.add_argument("--serve", metavar="PREFIX", help=argparse.SUPPRESS)  # the AOTInductor child
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("compile_check needs a CUDA GPU; none is visible (torch.cuda.is_available() is False).", file=sys.stderr)
@@ -184,6 +199,9 @@ def main() -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}", flush=True)
+    if args.serve:
+        _serve(args.serve, "aoti")
+        return 1 if FAILED else 0
     parts = args.only or ["inference", "training", "predictor"]
     for part in parts:
         start = time.perf_counter()

@@ -47,12 +47,15 @@ def rng_state() -> dict:
 
 
 def set_rng_state(state: dict) -> None:
+    """Puts the generators back. The states are host tensors, wherever the checkpoint was loaded to (a
+    ``map_location`` of the GPU moves them there)."""
     random.setstate(_as_tuple(state["python"]))
     n = state["numpy"]
-    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached"]))
-    torch.set_rng_state(state["torch"])
+    np.random.set_state(("MT19937", n["keys"].cpu().numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached"]))
+    torch.set_rng_state(state["torch"].cpu())
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
 
 def _as_tuple(value: Any) -> Any:

@@ -119,9 +119,20 @@ def save(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSp
 
 
 def _save(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol, device, program=None) -> Path:
+    """Exports on ``device``; the caller's layer goes back to its own device afterwards (``Module.to`` moves in
+    place, and a model still being trained on the GPU must not end up on the CPU because it was saved)."""
+    home = next((t.device for t in (*layer.parameters(), *layer.buffers())), None)
+    try:
+        return _save_on(layer.to(device), prefix, specs, fmt, output_names, examples, verify, rtol, atol, device,
+                        program)
+    finally:
+        if home is not None:
+            layer.to(home)
+
+
+def _save_on(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol, device, program) -> Path:
     examples = tuple(examples) if examples is not None else example_inputs(specs, batch=2)
     check_inputs(specs, examples, where="example")
-    layer = layer.to(device)
     examples = tuple(e.to(device) for e in examples)
     with torch.no_grad():
         outputs = flatten_outputs(run_on_examples(layer, specs, examples))  # names spec and layer on failure

@@ -281,24 +281,36 @@ class StaticFunction:
         if any(isinstance(m, nn.Conv2d) for m in module.modules()) and next(module.parameters()).device.type == "cpu":
             layouts = ["contiguous", "channels_last"]
 
+        failed: dict[tuple, str] = {}
+        original_layout = _layout_of(module)
+
         def step(path: str, layout: str | None) -> Callable[[], None]:
             def run() -> None:
+                if (path, layout) in failed:
+                    return
                 _set_layout(module, layout)
                 self._train_path = path
                 try:
                     out = self.original(*args, **kwargs) if path == "eager" else self._run_compiled(args, kwargs)
                     _backward(out)
+                except Exception as exc:  # a compiled graph that cannot take this layout is no candidate
+                    if path == "eager" or layout in (None, original_layout):
+                        raise  # the layer's own error, or compiled in its own layout: the caller must see it
+                    failed[(path, layout)] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                 finally:
                     restore()
             return run
 
         runs = {(path, layout): step(path, layout) for path in ("compiled", "eager") for layout in layouts}
-        original_layout = _layout_of(module)
         try:
             times = interleaved_for(runs, 1.0, rounds=(3, 15))  # the warm-up compiles each layout's graph
         finally:
             self._train_path = None
             _set_layout(module, original_layout)
+        for key, why in failed.items():  # e.g. torch 2.11 on a GPU host ran the NCHW graph on channels-last weights
+            times.pop(key)
+            warnings.warn(f"to_static: the compiled training step in the {key[1].replace('_', '-')} layout failed "
+                          f"({why}); it is not a candidate.", RuntimeWarning, stacklevel=4)
         path, layout = min(times, key=times.get)
         self.set_train_choice(PathChoice(path, min(t for (p, _), t in times.items() if p == "compiled"),
                                          min(t for (p, _), t in times.items() if p == "eager"), layout))

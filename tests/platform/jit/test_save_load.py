@@ -126,3 +126,12 @@ def test_save_a_to_static_layer_keeps_it_static(tmp_path):
     assert isinstance(net.forward, sampan.jit.StaticFunction)
     x = torch.randn(3, 1, 28, 28)
     torch.testing.assert_close(sampan.jit.load(tmp_path / "s")(x), net.forward.original(x))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_saving_a_gpu_model_for_the_cpu_leaves_it_on_the_gpu(tmp_path):
+    """Module.to moves in place: a model still in training on the GPU must not land on the CPU by being saved."""
+    net = lenet().cuda()
+    sampan.jit.save(net, tmp_path / "m", input_spec=[IMAGE])  # pt2 for the CPU
+    assert all(p.device.type == "cuda" for p in net.parameters())
+    assert sampan.jit.load(tmp_path / "m")(torch.randn(2, 1, 28, 28)).shape == (2, 10)

@@ -9,7 +9,6 @@ versions (and whether it runs in a container) and what works. ``sampan check`` e
 from __future__ import annotations
 
 import platform
-import socket
 import sys
 import time
 import traceback
@@ -20,6 +19,7 @@ import torch
 
 from sampan._version import __version__
 from sampan.errors import first_line
+from sampan.utils.net import free_port
 
 
 @dataclass
@@ -191,12 +191,6 @@ def _compile_smoke() -> str:
     return "inductor compiled and matched eager"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _allreduce_worker(rank: int, world: int, port: int, queue) -> None:
     import torch.distributed as dist
 
@@ -215,7 +209,7 @@ def _gloo_allreduce(timeout: float = 60.0) -> str:
 
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    port = _free_port()
+    port = free_port()
     procs = [ctx.Process(target=_allreduce_worker, args=(r, 2, port, queue), daemon=True) for r in range(2)]
     for p in procs:
         p.start()

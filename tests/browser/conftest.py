@@ -24,16 +24,12 @@ from pathlib import Path
 import pytest
 from servers import stop, wait_until
 
+from sampan.utils.net import free_port  # below the ephemeral range: no kernel or connection takes it first
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 START_TIMEOUT = 90.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> None:

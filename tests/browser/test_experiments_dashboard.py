@@ -18,17 +18,12 @@ import torch
 
 import sampan
 import sampan.experiments as ex
+from sampan.utils.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGES = REPO / "docs" / "images"
 WAIT = 240_000  # ms: the 2-core CI machine is shared; the dashboard's kernel imports torch and MLflow
 pytestmark = pytest.mark.browser
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _record_runs(blobs, mlp) -> list[str]:
@@ -48,7 +43,7 @@ def test_experiments_dashboard_compares_recorded_runs(server_env, page, tmp_path
     uri = f"sqlite:///{(tmp_path / 'store' / 'mlflow.db').as_posix()}"
     monkeypatch.setenv("SAMPAN_TRACKING_URI", uri)
     _record_runs(blobs, mlp)
-    port, token, log = _port(), uuid.uuid4().hex, tmp_path / "dashboard.log"
+    port, token, log = free_port(), uuid.uuid4().hex, tmp_path / "dashboard.log"
     env = dict(server_env, SAMPAN_DATA=str(tmp_path / "data"), SAMPAN_TRACKING_URI=uri, SAMPAN_DASHBOARD_TOKEN=token)
     proc = subprocess.Popen([sys.executable, "-m", "sampan", "dashboard", "experiments", "--port", str(port)],
                             stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=str(REPO))

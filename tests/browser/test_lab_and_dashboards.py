@@ -18,16 +18,12 @@ import pytest
 import yaml
 from servers import stop, wait_until
 
+from sampan.utils.net import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 IMAGES = REPO / "docs" / "images"
 WAIT = 240_000  # ms: the 2-core CI machine is shared; a lesson kernel imports torch
 pytestmark = pytest.mark.browser
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start(args: list[str], env: dict, log: Path) -> subprocess.Popen:
@@ -63,7 +59,7 @@ def test_sampan_lab_opens_the_course_index(env, page, tmp_path):
     import sampan.path
 
     first = sampan.path.load_path().lessons[0]
-    port, token = _port(), uuid.uuid4().hex
+    port, token = free_port(), uuid.uuid4().hex
     log = tmp_path / "lab.log"
     proc = _start(["lab", "--no-browser", "--port", str(port)], dict(env, SAMPAN_LAB_TOKEN=token), log)
     try:
@@ -96,7 +92,7 @@ def test_sampan_lab_opens_the_course_index(env, page, tmp_path):
 
 
 def _serve(name: str, env: dict, tmp_path: Path) -> tuple[subprocess.Popen, str]:
-    port = _port()
+    port = free_port()
     log = tmp_path / f"{name}.log"
     token = uuid.uuid4().hex
     proc = _start(["dashboard", name, "--port", str(port)], dict(env, SAMPAN_DASHBOARD_TOKEN=token), log)

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,15 +19,11 @@ from pathlib import Path
 import pytest
 import requests  # a JupyterHub dependency
 
+from sampan.utils.net import free_port  # below the ephemeral range: no kernel or connection takes it first
+
 PROXY = Path(sys.prefix) / "share" / "sampan-node" / "node_modules" / ".bin" / "configurable-http-proxy"
 TEACHER_PASSWORD = "teach-" + uuid.uuid4().hex[:12]
 START_TIMEOUT = 180.0  # s: a wait ceiling on a loaded 2-core machine (the hub imports torch), not a timing
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Hub:

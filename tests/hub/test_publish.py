@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.error
@@ -17,6 +16,7 @@ from sampan.cli import main
 from sampan.cli._servers import server_env
 from sampan.errors import UnsafeFileError
 from sampan.hub import gallery
+from sampan.utils.net import free_port
 
 
 @pytest.fixture
@@ -78,12 +78,6 @@ def test_cli_publish_list_remove(home, capsys, tmp_path):
     assert main(["publish", "--remove", "app"]) == 0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get(url: str, timeout: float = 90.0) -> str:
     deadline = time.time() + timeout
     while True:
@@ -102,7 +96,7 @@ def test_gallery_is_served_by_voila_with_thumbnails_and_no_tracebacks(home, tmp_
     bad = notebook(home / "bad.ipynb", code="raise ValueError('secret-detail-42')", output="")
     gallery.publish(bad, thumbnail=False)
     assert (gallery.gallery_dir() / "thumbs" / "good.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path / "voila.log", "w")
     proc = subprocess.Popen(gallery.voila_command(port=port), stdout=log, stderr=subprocess.STDOUT,
                             env=server_env("gallery-test-token"))

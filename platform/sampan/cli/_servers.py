@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import sys
 from pathlib import Path
+
+from sampan.utils.net import free_port  # noqa: F401  (re-exported: sampan lab, dashboard, publish, hub)
 
 
 def notebooks_dir() -> Path:
@@ -17,18 +18,6 @@ def notebooks_dir() -> Path:
         raise FileNotFoundError("Cannot find the notebooks/ folder: Sampan is not running from a source checkout. "
                                 "HINT: clone the repository, or set SAMPAN_HOME to it.")
     return root / "notebooks"
-
-
-def free_port(preferred: int | None = None) -> int:
-    """``preferred`` when it is free on 127.0.0.1, else a free port the system picks."""
-    for port in ([preferred] if preferred else []) + [0]:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return sock.getsockname()[1]
-    raise OSError("no free port on 127.0.0.1")  # pragma: no cover
 
 
 def new_token(env_var: str) -> str:

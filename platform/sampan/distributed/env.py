@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import socket
 
 import torch
 import torch.distributed as dist
@@ -35,10 +34,11 @@ class DistributedError(SampanError):
 
 
 def free_port() -> int:
-    """A TCP port that was free a moment ago (bind port 0 and read it back)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port free a moment ago, for the rendezvous store: below the ephemeral range, out of the way of the
+    ports the system hands out (:func:`sampan.utils.net.free_port`)."""
+    from sampan.utils.net import free_port as pick
+
+    return pick()
 
 
 def timeout_seconds(timeout: float | None = None) -> float:

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,13 +26,9 @@ import threading
 import time
 from pathlib import Path
 
+from sampan.utils.net import free_port
+
 PASSWORD = "bench-password-2718"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -101,7 +96,7 @@ def _rush(learners: int, idle_seconds: float) -> dict:
         names = [f"learner{i:02d}" for i in range(learners)]
         roster = Path(tmp) / "roster.csv"
         roster.write_text("username,role\n" + "".join(f"{n},student\n" for n in names))
-        port = _free_port()
+        port = free_port()
         url = f"http://127.0.0.1:{port}/"
         env = {**os.environ, "SAMPAN_DATA": str(Path(tmp) / "data"), "SAMPAN_HUB_TEACHER_PASSWORD": PASSWORD}
         log = open(Path(tmp) / "hub.log", "w")

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sampan.hub.live import LIVE_SERVICE, LIVE_BOOT, LivePlan, live_plan, make_live_dir
 from sampan.hub.roster import by_role, read_roster
+from sampan.utils.net import free_port
 
 SERVICE = "progress"
 # The progress service needs only the standard library, tornado and JupyterHub, but `python -m
@@ -115,12 +115,6 @@ def culler_config() -> Path:
                             "checkout, or set SAMPAN_HOME to it.")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def roles(s: HubSettings) -> list[dict]:
     """JupyterHub RBAC roles: teacher, assistant, the default user and server roles, the services'."""
     service_access = f"access:services!service={SERVICE}"
@@ -145,7 +139,7 @@ def services(s: HubSettings) -> list[dict]:
     culler = [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={s.cull_timeout}",
               f"--cull-every={s.cull_every}", f"--config={culler_config()}"]
     return [
-        {"name": SERVICE, "url": f"http://127.0.0.1:{_free_port()}", "display": True,
+        {"name": SERVICE, "url": f"http://127.0.0.1:{free_port()}", "display": True,
          "command": [sys.executable, "-c", SERVICE_BOOT], "oauth_no_confirm": True,
          "oauth_client_allowed_scopes": sorted(CUSTOM_SCOPES),
          "environment": {"SAMPAN_PROGRESS_DB": str(s.hub_dir / "progress.sqlite"),
@@ -157,7 +151,7 @@ def services(s: HubSettings) -> list[dict]:
 
 def live_service(plan: LivePlan, live_dir: Path) -> dict:
     """The ``live`` service: Voilà on the copies in ``live_dir``, as ``plan.user`` (JupyterHub's setuid)."""
-    service = {"name": LIVE_SERVICE, "url": f"http://127.0.0.1:{_free_port()}", "display": True,
+    service = {"name": LIVE_SERVICE, "url": f"http://127.0.0.1:{free_port()}", "display": True,
                "command": [sys.executable, "-c", LIVE_BOOT], "oauth_no_confirm": True,
                "cwd": str(live_dir / "dashboards"),
                "environment": {"SAMPAN_LIVE_DIR": str(live_dir),
@@ -175,14 +169,14 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     s.hub_dir.mkdir(parents=True, exist_ok=True)
     (s.hub_dir / "users").mkdir(exist_ok=True)
     c.JupyterHub.bind_url = s.public_url
-    c.JupyterHub.hub_ip, c.JupyterHub.hub_port = "127.0.0.1", _free_port()
+    c.JupyterHub.hub_ip, c.JupyterHub.hub_port = "127.0.0.1", free_port()
     c.JupyterHub.db_url = s.db_url or f"sqlite:///{s.hub_dir / 'jupyterhub.sqlite'}"
     c.JupyterHub.cookie_secret_file = str(s.hub_dir / "jupyterhub_cookie_secret")
     c.JupyterHub.pid_file = str(s.hub_dir / "jupyterhub.pid")
     if s.ssl_cert:
         c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = s.ssl_cert, s.ssl_key
     c.ConfigurableHTTPProxy.command = [proxy_command()]
-    c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{_free_port()}"
+    c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{free_port()}"
     c.ConfigurableHTTPProxy.pid_file = str(s.hub_dir / "proxy.pid")
 
     c.JupyterHub.authenticator_class = "sampan.hub.auth.SampanAuthenticator"

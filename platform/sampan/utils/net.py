@@ -1,0 +1,55 @@
+"""``free_port``: a port for a server Sampan starts, free now and kept out of the system's own picks.
+
+A server's port is chosen a moment before the server binds it. In that moment any process may take it: a kernel
+that starts binds five ports the system picks, and every outgoing connection takes one as its source port, all from
+the ephemeral range (``/proc/sys/net/ipv4/ip_local_port_range``, 32768-60999 on Linux). A port picked below that
+range is one the system never hands out on its own, so only another server started by hand can collide with it.
+"""
+from __future__ import annotations
+
+import random
+import socket
+from pathlib import Path
+
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST = 10000  # below: ports that well-known services (databases, dev servers) listen on
+_pick = random.SystemRandom()
+
+
+def ephemeral_range() -> tuple[int, int] | None:
+    """The system's ephemeral port range (Linux), or None where it cannot be read."""
+    try:
+        low, high = (int(v) for v in EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        return None
+    return low, high
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(preferred: int | None = None) -> int:
+    """``preferred`` when it is free on 127.0.0.1; else a free port below the ephemeral range (a random one, so
+    parallel callers rarely try the same); else, where that range is unknown or starts low, one the system picks.
+
+    Example:
+        >>> 0 < free_port() < 65536
+        True
+    """
+    if preferred and _bindable(preferred):
+        return preferred
+    span = ephemeral_range()
+    if span is not None and span[0] - LOWEST >= 1000:
+        for _ in range(64):
+            port = _pick.randrange(LOWEST, span[0])
+            if _bindable(port):
+                return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

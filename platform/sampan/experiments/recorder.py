@@ -1,11 +1,14 @@
 """``Recorder``: the callback that makes every ``Model.fit`` an MLflow run.
 
 The training thread only collects plain numbers; one writer thread per process
-imports MLflow, creates the run and writes the metrics in batches
-(``MlflowClient.log_batch``): when the fit ends, and every ``WRITE_EVERY``
-seconds during a long one, so the store's work (tens of milliseconds a write)
-stays off the training path. :func:`flush` waits for the writes
-(``search_runs`` calls it, and so does the interpreter at exit).
+creates the run and writes the metrics in batches (``MlflowClient.log_batch``):
+when the fit ends, and every ``WRITE_EVERY`` seconds during a long one, so the
+store's work (tens of milliseconds a write) stays off the training path. For a
+SQLite store the writer hands each write to the recording service
+(:mod:`sampan.experiments.service`, one process per user with MLflow loaded), so
+a fitting process never imports MLflow; otherwise, or when the service is gone,
+it writes itself. :func:`flush` waits for the writes (``search_runs`` calls it,
+and so does the interpreter at exit).
 """
 from __future__ import annotations
 
@@ -329,32 +332,64 @@ class Recorder(Callback):
         artifacts = _checkpoints(self.model) if status == "FINISHED" else []
         _writer.submit(lambda: self._end(artifacts, status))
 
-    # the writer thread's side
+    # the writer thread's side: through the recording service (no MLflow import here), else in this process
     def _start(self, params: dict, tags: dict, experiment: str) -> None:
-        from mlflow.entities import Param
-
-        client = store.client(self._uri)
-        run = client.create_run(store.experiment_id(experiment, self._uri), run_name=self.run_name, tags=tags)
-        self._run_id = run.info.run_id
-        client.log_batch(self._run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
+        self._run_id = _via_service("start", start_run, uri=self._uri, experiment=experiment,
+                                    run_name=self.run_name, tags=tags, params=params)
 
     def _write(self, batch: list) -> None:
-        if self._run_id is None or not batch:
-            return
-        from mlflow.entities import Metric
-
-        metrics = [Metric(k, v, t, s) for k, v, t, s in batch]
-        client = store.client(self._uri)
-        for start in range(0, len(metrics), 1000):  # MLflow takes at most 1000 metrics per batch
-            client.log_batch(self._run_id, metrics=metrics[start:start + 1000])
+        if self._run_id is not None and batch:
+            _via_service("write", write_metrics, uri=self._uri, run_id=self._run_id, batch=batch)
 
     def _end(self, artifacts: list, status: str) -> None:
-        if self._run_id is None:
-            return
-        client = store.client(self._uri)
-        for path in artifacts:
-            client.log_artifact(self._run_id, str(path), artifact_path="checkpoints")
-        client.set_terminated(self._run_id, status=status)
+        if self._run_id is not None:
+            _via_service("end", end_run, uri=self._uri, run_id=self._run_id,
+                         artifacts=[str(p) for p in artifacts], status=status)
+
+
+_service_broken: list = []  # set when the service failed in this process: later writes go in-process
+
+
+def _via_service(op: str, local: Callable[..., Any], **payload: Any) -> Any:
+    """One store write: by the recording service (:mod:`sampan.experiments.service`) when it can take it, else by
+    ``local`` in this process (which then imports MLflow)."""
+    if not _service_broken:
+        from sampan.experiments import service
+
+        try:
+            return service.call(op, **payload)
+        except service.Unavailable:
+            _service_broken.append(op)
+    return local(**payload)
+
+
+# ---------------------------------------------------------------- the store writes (here or in the service)
+def start_run(uri: str, experiment: str, run_name: str | None, tags: dict, params: dict) -> str:
+    """Creates a run with its tags and parameters; returns its id."""
+    from mlflow.entities import Param
+
+    client = store.client(uri)
+    run = client.create_run(store.experiment_id(experiment, uri), run_name=run_name, tags=tags)
+    client.log_batch(run.info.run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
+    return run.info.run_id
+
+
+def write_metrics(uri: str, run_id: str, batch: list) -> None:
+    """Writes ``(key, value, timestamp_ms, step)`` metrics, 1000 at a time (MLflow's limit per batch)."""
+    from mlflow.entities import Metric
+
+    metrics = [Metric(k, v, t, s) for k, v, t, s in batch]
+    client = store.client(uri)
+    for start in range(0, len(metrics), 1000):
+        client.log_batch(run_id, metrics=metrics[start:start + 1000])
+
+
+def end_run(uri: str, run_id: str, artifacts: list, status: str) -> None:
+    """Keeps the artifacts (checkpoints) with the run and marks it ended with ``status``."""
+    client = store.client(uri)
+    for path in artifacts:
+        client.log_artifact(run_id, str(path), artifact_path="checkpoints")
+    client.set_terminated(run_id, status=status)
 
 
 def last_run_id() -> str | None:

@@ -1,0 +1,74 @@
+"""The recording service: a fitting process sends its writes to one shared process instead of importing MLflow;
+the store gets the same runs, and without the service a process writes itself."""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+import psutil
+import pytest
+from service_helpers import Sandbox, run_of
+
+from sampan.experiments import service
+
+
+@pytest.fixture
+def sandbox(tmp_path):
+    box = Sandbox(tmp_path / "mlflow.db")
+    yield box
+    box.close()
+
+
+def _check_full_run(uri: str, run_id: str) -> None:
+    client, run = run_of(uri, run_id)
+    assert run.info.status == "FINISHED"
+    assert [m.step for m in client.get_metric_history(run_id, "loss")] == [1, 2, 3]
+    assert run.data.params["epochs"] == "3" and run.data.tags["sampan.kind"] == "fit"
+
+
+def test_a_fit_records_through_the_service_without_importing_mlflow(sandbox, monkeypatch):
+    first, second = sandbox.fit(), sandbox.fit()
+    assert first["mlflow"] is False and second["mlflow"] is False  # the 3-4 CPU-seconds not paid
+    for out in (first, second):
+        _check_full_run(sandbox.uri, out["run_id"])
+    assert len(sandbox.sockets()) == 1  # one service for both processes
+    pid = _ping(sandbox, monkeypatch)
+    assert os.getsid(pid) == pid  # a session of its own, child of no fitting process: stopping a job's or a
+    assert psutil.Process(pid).ppid() != os.getpid()  # kernel's process tree leaves it be
+
+
+def test_the_service_leaves_after_its_idle_time_and_takes_its_socket(sandbox, monkeypatch):
+    sandbox.fit()
+    pid = _ping(sandbox, monkeypatch)
+    deadline = time.time() + 60  # idle 4 s ($SAMPAN_RECORDER_IDLE), then it exits
+    while (psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE) or sandbox.sockets():
+        assert time.time() < deadline, "the service did not leave when idle"
+        time.sleep(0.2)
+
+
+def test_when_the_service_dies_mid_fit_the_process_writes_the_rest_itself(sandbox):
+    out = sandbox.fit(KILL_SERVICE="1")
+    assert out["mlflow"] is True  # it fell back to writing in-process after the service died
+    _check_full_run(sandbox.uri, out["run_id"])  # nothing lost: epochs 2 and 3 too, and the end
+
+
+def test_switched_off_the_process_writes_itself(sandbox):
+    out = sandbox.fit(SAMPAN_RECORDER_SERVICE="0")
+    assert out["mlflow"] is True and not sandbox.sockets()
+    _check_full_run(sandbox.uri, out["run_id"])
+
+
+def test_only_local_sqlite_stores_go_through_the_service(monkeypatch):
+    with pytest.raises(service.Unavailable, match="not a local SQLite store"):
+        service.call("ping", uri="http://tracking.example:5000")
+    monkeypatch.setenv(service.SWITCH_ENV, "off")
+    with pytest.raises(service.Unavailable, match="switched off"):
+        service.call("ping", uri="sqlite:////tmp/x.db")
+
+
+def _ping(sandbox: Sandbox, monkeypatch) -> int:
+    """The pid of the sandbox's service (this process asks it, with the sandbox's TMPDIR)."""
+    monkeypatch.setenv("TMPDIR", str(sandbox.tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads $TMPDIR again
+    return service.call("ping", uri=sandbox.uri)["pid"]

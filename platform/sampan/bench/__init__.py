@@ -14,7 +14,8 @@ SUITES = {
     "ddp": "samples/s at 1 and 2 processes under torchrun",
     "compress": "fp32 vs int8 vs pruned: size, latency, accuracy",
     "widgets": "fit with and without ResourceMonitor and LiveCurves",
-    "experiments": "fit with run recording on vs off; compare 10 of 1,000 recorded runs",
+    "experiments": "fit with run recording on vs off; a fresh fitting process: recording in it vs through the "
+                   "recording service; compare 10 of 1,000 recorded runs",
     "hub": "20 learners logging in and spawning at once on a local JupyterHub (5 with --quick)",
 }
 

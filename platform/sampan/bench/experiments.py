@@ -3,7 +3,11 @@
 1. The digits CNN's ``fit`` with recording on and off, interleaved (shuffled order, medians): the
    recorder's share of the fit time. The store writes happen on a writer thread when the fit ends;
    the time to ``flush`` them is shown apart (after ``fit`` returns, not on the training path).
-2. A store of 1,000 runs x 100 epochs (built once, in a temporary folder): loading the run list,
+2. A fresh process that imports Sampan and fits a small network for 2 epochs, interleaved: recording off,
+   recording written by the process itself (``SAMPAN_RECORDER_SERVICE=0``: it imports MLflow), and recording
+   through the warm recording service (:mod:`sampan.experiments.service`). The process's CPU seconds, plus the
+   service's CPU for those writes: what each fitting process (a lesson kernel, a job, a sweep trial) costs.
+3. A store of 1,000 runs x 100 epochs (built once, in a temporary folder): loading the run list,
    then the compare table and the metric histories of 10 selected runs (what ``RunCompare`` draws).
 """
 from __future__ import annotations
@@ -89,6 +93,68 @@ def overhead(quick: bool = False) -> dict:
             "overhead_cpu": cpu["recording on"] / cpu[off] - 1, "flush_after_fit_s": statistics.median(flushes)}
 
 
+_PROCESS_FIT = """\
+import torch, sampan
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
+model = sampan.Model(net)
+model.prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss())
+data = torch.utils.data.TensorDataset(torch.randn(256, 16), torch.randint(0, 2, (256,)))
+model.fit(data, epochs=2, batch_size=32, verbose=0)
+"""
+
+
+def fresh_process(quick: bool = False) -> dict:
+    """CPU seconds of one fitting process: recording off, in-process, and through the warm service."""
+    import resource
+    import shutil
+    import subprocess
+    import sys
+
+    import psutil
+
+    from sampan.experiments import service
+
+    repeat = 3 if quick else 7
+    tmp = tempfile.mkdtemp(prefix="sb", dir="/tmp" if os.path.isdir("/tmp") else None)  # short: a socket path
+    try:
+        uri = f"sqlite:///{tmp}/mlflow.db"
+        base = {**os.environ, "TMPDIR": tmp, "SAMPAN_TRACKING_URI": uri, "OMP_NUM_THREADS": "1"}
+        cases = {"recording off": {"SAMPAN_TRACKING": "0"}, "in the process": {service.SWITCH_ENV: "0"},
+                 "through the service": {}}
+
+        def cpu_of(extra: dict) -> float:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-c", _PROCESS_FIT], env={**base, **extra}, check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+        cpu_of({})  # creates the store and starts the service (its MLflow import is paid once, not per fit)
+        saved_tmp, tempfile.tempdir = tempfile.tempdir, tmp
+        try:
+            serving = psutil.Process(service.call("ping", uri=uri)["pid"])
+        finally:
+            tempfile.tempdir = saved_tmp
+        times: dict[str, list[float]] = {k: [] for k in cases}
+        service_cpu = []
+        order = random.Random(0)
+        for _ in range(repeat):
+            for name in order.sample(sorted(cases), len(cases)):
+                before = sum(serving.cpu_times()[:2])
+                times[name].append(cpu_of(cases[name]))
+                if name == "through the service":
+                    service_cpu.append(sum(serving.cpu_times()[:2]) - before)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        extra = {"recording off": 0.0, "in the process": 0.0, "through the service": statistics.median(service_cpu)}
+        rows = [{"fitting process": k, "process CPU s": med[k], "service CPU s": extra[k],
+                 "recording costs CPU s": med[k] + extra[k] - med["recording off"]} for k in cases]
+        print_table(f"recording in a fresh process: import sampan + a 2-epoch fit, median of {repeat} interleaved", rows,
+                    ["fitting process", "process CPU s", "service CPU s", "recording costs CPU s"])
+        return {k: {"process_cpu_s": med[k], "service_cpu_s": extra[k]} for k in cases}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the bench's service sees its socket gone and leaves
+
+
 def _build_store(n_runs: int, epochs: int) -> float:
     from mlflow.entities import Metric, Param
 
@@ -138,4 +204,4 @@ def compare_render(quick: bool = False) -> dict:
 
 def run(quick: bool = False) -> dict:
     torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads()))))
-    return {"overhead": overhead(quick), "compare": compare_render(quick)}
+    return {"overhead": overhead(quick), "fresh_process": fresh_process(quick), "compare": compare_render(quick)}

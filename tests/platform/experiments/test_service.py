@@ -48,9 +48,12 @@ def test_the_service_leaves_after_its_idle_time_and_takes_its_socket(sandbox, mo
 
 
 def test_when_the_service_dies_mid_fit_the_process_writes_the_rest_itself(sandbox):
+    """(A service that dies while a new one may start is simply started again by the next write.)"""
     out = sandbox.fit(KILL_SERVICE="1")
     assert out["mlflow"] is True  # it fell back to writing in-process after the service died
     _check_full_run(sandbox.uri, out["run_id"])  # nothing lost: epochs 2 and 3 too, and the end
+    client, run = run_of(sandbox.uri, out["run_id"])
+    assert len(client.search_runs([run.info.experiment_id])) == 1  # the run the service began, not a second one
 
 
 def test_switched_off_the_process_writes_itself(sandbox):

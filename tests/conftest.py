@@ -47,6 +47,7 @@ def tracking_store(tmp_path_factory):
     uri = f"sqlite:///{(tmp_path_factory.mktemp('sampan-tracking') / 'mlflow.db').as_posix()}"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SAMPAN_TRACKING_URI", uri)
+        mp.setenv("SAMPAN_RECORDER_IDLE", "60")  # the recording service the suite starts leaves a minute after it
         yield uri
 
 

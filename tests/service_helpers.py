@@ -33,7 +33,7 @@ FIT = textwrap.dedent("""\
     torch.manual_seed(0)
     net = torch.nn.Linear(4, 2)
     model = sampan.Model(net)
-    model.prepare(torch.optim.SGD(net.parameters(), 0.1), torch.nn.CrossEntropyLoss())
+    model.prepare(torch.optim.Adam(net.parameters(), 0.01), torch.nn.CrossEntropyLoss())
     data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
     model.fit(data, epochs=3, batch_size=16, verbose=0, callbacks=[KillService()])
     print(json.dumps({"run_id": ex.last_run_id(), "mlflow": "mlflow" in sys.modules}))

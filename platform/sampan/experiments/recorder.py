@@ -334,6 +334,7 @@ class Recorder(Callback):
 
     # the writer thread's side: through the recording service (no MLflow import here), else in this process
     def _start(self, params: dict, tags: dict, experiment: str) -> None:
+        params = {k: str(v) for k, v in params.items()}  # as MLflow keeps them, before JSON turns tuples to lists
         self._run_id = _via_service("start", start_run, uri=self._uri, experiment=experiment,
                                     run_name=self.run_name, tags=tags, params=params)
 

@@ -25,6 +25,7 @@ def _check_full_run(uri: str, run_id: str) -> None:
     assert run.info.status == "FINISHED"
     assert [m.step for m in client.get_metric_history(run_id, "loss")] == [1, 2, 3]
     assert run.data.params["epochs"] == "3" and run.data.tags["sampan.kind"] == "fit"
+    assert run.data.params["optimizer.betas"] == "(0.9, 0.999)"  # as MLflow keeps a tuple, whoever wrote it
 
 
 def test_a_fit_records_through_the_service_without_importing_mlflow(sandbox, monkeypatch):

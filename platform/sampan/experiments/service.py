@@ -79,6 +79,8 @@ def call(op: str, **payload: Any) -> Any:
     (the request was then not applied, or the service died while applying it)."""
     if not enabled() or not str(payload.get("uri", "")).startswith("sqlite:///"):
         raise Unavailable("not a local SQLite store, or the service is switched off")
+    if not Path(payload["uri"][len("sqlite:///"):]).is_absolute():
+        raise Unavailable("a relative SQLite path (sqlite:///mlflow.db) is relative to this process's folder")
     folder = private_dir()
     if folder is None:
         raise Unavailable("no private folder for the service's socket")

@@ -49,7 +49,7 @@ class Sandbox:
 
     def env(self, **extra: str) -> dict:
         return {**os.environ, "TMPDIR": str(self.tmp), "SAMPAN_TRACKING_URI": self.uri,
-                "SAMPAN_EXPERIMENT": "service", "SAMPAN_RECORDER_IDLE": "4", "OMP_NUM_THREADS": "1", **extra}
+                "SAMPAN_EXPERIMENT": "service", "SAMPAN_RECORDER_IDLE": "30", "OMP_NUM_THREADS": "1", **extra}
 
     def fit(self, **extra: str) -> dict:
         done = subprocess.run([sys.executable, "-c", FIT], capture_output=True, text=True, env=self.env(**extra),

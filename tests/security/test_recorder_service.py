@@ -11,7 +11,7 @@ from service_helpers import Sandbox, run_of
 
 from sampan.experiments import service
 
-pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="Unix sockets")
+pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets, which this platform lacks")
 
 
 @pytest.fixture

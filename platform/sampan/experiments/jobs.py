@@ -274,8 +274,8 @@ def _execute(folder: str) -> None:
     status, error = "finished", None
     try:
         execute_notebook(job.notebook, str(job.output), parameters=job.parameters, log_output=True,
-                            kernel_name=job.kernel, progress_bar=False, request_save_on_cell_execute=True,
-                            start_timeout=120)
+                         kernel_name=job.kernel, progress_bar=False, request_save_on_cell_execute=True,
+                         start_timeout=120)
     except PapermillExecutionError as exc:
         status, error = "failed", {"ename": exc.ename, "evalue": exc.evalue, "cell_index": exc.cell_index}
     except Exception as exc:

@@ -30,7 +30,7 @@ SWITCH_ENV = "SAMPAN_TRACKING"
 PARENT_ENV = "SAMPAN_PARENT_RUN"
 WRITE_EVERY = 10.0  # seconds between store writes during a fit: each costs ~40 ms of a writer thread
 SAMPLE_EVERY = 2.0  # seconds between system samples (at epoch ends)
-_state = {"enabled": True}
+_state = {"enabled": True, "service": True}  # service: False once it failed here (writes go in-process)
 
 
 # ---------------------------------------------------------------- the switch
@@ -348,19 +348,16 @@ class Recorder(Callback):
                          artifacts=[str(p) for p in artifacts], status=status)
 
 
-_service_broken: list = []  # set when the service failed in this process: later writes go in-process
-
-
 def _via_service(op: str, local: Callable[..., Any], **payload: Any) -> Any:
     """One store write: by the recording service (:mod:`sampan.experiments.service`) when it can take it, else by
     ``local`` in this process (which then imports MLflow)."""
-    if not _service_broken:
+    if _state["service"]:
         from sampan.experiments import service
 
         try:
             return service.call(op, **payload)
         except service.Unavailable:
-            _service_broken.append(op)
+            _state["service"] = False
     return local(**payload)
 
 

@@ -177,7 +177,7 @@ def serve(path: str, idle: float | None = None, ready: Callable[[], None] | None
     os.umask(0o077)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
-    _inode[:] = [os.stat(path).st_ino]
+    inode = os.stat(path).st_ino
     server.listen(64)
     if ready is not None:
         ready()
@@ -214,7 +214,7 @@ def serve(path: str, idle: float | None = None, ready: Callable[[], None] | None
                 with lock:
                     if not busy[0] and time.monotonic() - last[0] > idle:
                         return
-                if not _still_ours(path):
+                if not _still_ours(path, inode):
                     return
                 continue
             with lock:
@@ -223,17 +223,14 @@ def serve(path: str, idle: float | None = None, ready: Callable[[], None] | None
             threading.Thread(target=answer, args=(conn,), daemon=True).start()
     finally:
         server.close()
-        if _still_ours(path):
+        if _still_ours(path, inode):
             Path(path).unlink(missing_ok=True)
 
 
-_inode: list = []
-
-
-def _still_ours(path: str) -> bool:
+def _still_ours(path: str, inode: int) -> bool:
     """Whether ``path`` is still this service's socket (a cleaned /tmp or a newer service replaces it)."""
     try:
-        return os.stat(path).st_ino == _inode[0]
+        return os.stat(path).st_ino == inode
     except OSError:
         return False
 

@@ -320,8 +320,8 @@ def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
     os.environ["SAMPAN_LESSON"] = lesson.id  # the lesson's fits are recorded runs tagged with it (sampan.experiments)
     try:
         execute_notebook(str(lesson.notebook), str(out), parameters=params, kernel_name=kernel_name,
-                            progress_bar=False, cwd=str(out.parent), timeout_func=remaining,
-                            start_timeout=120)
+                         progress_bar=False, cwd=str(out.parent), timeout_func=remaining,
+                         start_timeout=120)
     except PapermillExecutionError as exc:
         return _error_from(exc, out, lesson)
     except CellTimeoutError:

@@ -58,14 +58,14 @@ def test_switched_off_the_process_writes_itself(sandbox):
     _check_full_run(sandbox.uri, out["run_id"])
 
 
-def test_only_local_sqlite_stores_go_through_the_service(monkeypatch):
+def test_only_local_sqlite_stores_go_through_the_service(monkeypatch, tmp_path):
     with pytest.raises(service.Unavailable, match="not a local SQLite store"):
         service.call("ping", uri="http://tracking.example:5000")
     with pytest.raises(service.Unavailable, match="relative SQLite path"):  # the service's folder is not ours
         service.call("ping", uri="sqlite:///mlflow.db")
     monkeypatch.setenv(service.SWITCH_ENV, "off")
     with pytest.raises(service.Unavailable, match="switched off"):
-        service.call("ping", uri="sqlite:////tmp/x.db")
+        service.call("ping", uri=f"sqlite:///{tmp_path.as_posix()}/x.db")
 
 
 def _ping(sandbox: Sandbox, monkeypatch) -> int:

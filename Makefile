@@ -12,7 +12,11 @@ THREADS ?= 1
 # worker and lesson kernel): on 2 busy cores the pool gained no time and cost about 5 CPU-seconds each (measured
 # with process accounting, 2026-12-04); one compile thread compiles in the process itself.
 COMPILE_THREADS ?= 1
-THREAD_ENV = OMP_NUM_THREADS=$(THREADS) TORCHINDUCTOR_COMPILE_THREADS=$(COMPILE_THREADS)
+# The notebooks that `make test` and `make site` run (about 80 kernels) are forked from a server that imported torch
+# and ipykernel once, instead of each kernel importing them again (2-3 CPU-seconds each; sampan.utils.forkkernels).
+# FORK_KERNELS=0 starts every kernel as a new interpreter.
+FORK_KERNELS ?= 1
+THREAD_ENV = OMP_NUM_THREADS=$(THREADS) TORCHINDUCTOR_COMPILE_THREADS=$(COMPILE_THREADS) SAMPAN_FORK_KERNELS=$(FORK_KERNELS)
 
 .PHONY: setup lab test bench clean hub-proxy site
 

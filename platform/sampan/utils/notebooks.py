@@ -35,10 +35,17 @@ def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNE
     Example:
         >>> execute_notebook("lesson.ipynb", "out.ipynb", parameters={"EPOCHS": 1})  # doctest: +SKIP
 
+    With ``SAMPAN_FORK_KERNELS=1`` in the environment, a kernel whose command allows it is forked from a server that
+    imported torch and ipykernel once (:mod:`sampan.utils.forkkernels`), unless ``kernel_manager_class`` is given.
+
     Raises:
         KernelStartError: the kernel died before answering at every try (its spec or environment is broken).
     """
     pm = require("papermill")
+    from sampan.utils import forkkernels
+
+    if forkkernels.enabled() and "kernel_manager_class" not in kwargs:
+        kwargs["kernel_manager_class"] = forkkernels.ForkServerKernelManager
     return with_kernel_restarts(lambda: pm.execute_notebook(input_path, output_path, **kwargs), attempts=attempts,
                                 what=str(input_path), kernel=kwargs.get("kernel_name"))
 

@@ -31,7 +31,8 @@ FRONT_END = ("sampan_widgets", "ipywidgets", "ipykernel", "jupyterlab", "jupyter
 
 # Other Jupyter packages, each allowed only where a headless tool needs it.
 JUPYTER_ALLOWED = {
-    "jupyter_client": ("cli", "path"),  # kernel specs: `sampan kernel install`, the learning-path runner
+    # kernel specs: `sampan kernel install`, the learning-path runner; utils.forkkernels' kernel provisioner
+    "jupyter_client": ("cli", "path", "utils"),
     "jupyterhub": ("hub",),  # the classroom hub's spawner and service run inside JupyterHub's process
 }
 

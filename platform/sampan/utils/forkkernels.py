@@ -13,7 +13,9 @@ on the same ports and protocol, which jupyter_client interrupts, restarts and sh
 What a fresh interpreter would do differently, and how the child makes up for it:
 
 - modules that read the environment when they are imported: torch reads its thread count when it first runs, in
-  the child, from the kernel's ``OMP_NUM_THREADS``; matplotlib reads ``MPLBACKEND`` at import, so it is not preloaded;
+  the child, from the kernel's ``OMP_NUM_THREADS``; matplotlib reads ``MPLBACKEND`` at import, so it is not
+  preloaded. torch's compiler settings (``TORCHINDUCTOR_*``, ``TORCHDYNAMO_*``, ``TORCH_LOGS``) are read when
+  torchvision imports them, in the server: they are those of the process that started the first kernel;
 - random state: Python's ``random`` reseeds itself after a fork; the child reseeds numpy's global generator and
   torch's default generators from the system's entropy, as a new interpreter does;
 - exit: ``atexit`` functions run when the kernel ends, as at an interpreter's exit;
@@ -45,7 +47,8 @@ _log = logging.getLogger("sampan.forkkernels")
 FORK_KERNELS_ENV = "SAMPAN_FORK_KERNELS"
 PROVISIONER = "sampan-forkserver"  # its entry point (pyproject.toml, "jupyter_client.kernel_provisioners")
 PRELOAD = ("zmq", "tornado", "IPython", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
-           "numpy", "torch", "sampan", "sampan.hapi.model", "sampan.data", "sampan.metric", "sampan.callbacks")
+           "numpy", "torch", "torchvision", "sampan", "sampan.hapi.model", "sampan.data", "sampan.metric",
+           "sampan.callbacks")
 _MAX_MESSAGE = 1 << 20  # a request: the command line, the environment and the folder, as JSON
 _CODE = struct.Struct("i")
 
@@ -272,6 +275,20 @@ class _Client:
                                         stdin=subprocess.DEVNULL)
         theirs.close()
         self.conn = ours
+        import atexit
+
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """Ends the server (it sees our end of the socket close); kernels it forked end when they notice."""
+        if os.getpid() != self.owner:
+            return
+        self.conn.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
     def start(self, argv: list[str], env: dict[str, str], cwd: str, streams: tuple) -> ForkedKernel:
         status, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -107,8 +107,11 @@ def test_an_interrupt_reaches_a_forked_kernel_and_shutdown_ends_it(monkeypatch):
             assert isinstance(process, forkkernels.ForkedKernel)
             with pytest.raises(subprocess.TimeoutExpired):
                 process.wait(timeout=0.1)
-            msg_id = kc.execute("import time\nfor _ in range(600):\n    time.sleep(0.1)")
-            await asyncio.sleep(1.0)
+            msg_id = kc.execute("import time\nprint('running', flush=True)\nfor _ in range(600):\n    time.sleep(0.1)")
+            while True:  # the kernel ignores an interrupt between cells: wait until the cell runs
+                msg = await kc.get_iopub_msg(timeout=60)
+                if msg["msg_type"] == "stream" and "running" in msg["content"]["text"]:
+                    break
             await km.interrupt_kernel()
             while True:
                 reply = await kc.get_shell_msg(timeout=30)

@@ -31,6 +31,26 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: a file's tests keep their order
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """``SAMPAN_TEST_TIMELINE=<file>``: each test's worker, start and end go to that file as JSON lines, to see
+    where a run's workers wait on one another (how the costliest-first order above was checked)."""
+    path = os.environ.get("SAMPAN_TEST_TIMELINE")
+    if not path:
+        return (yield)
+    import json
+    import time
+
+    start = time.time()
+    try:
+        return (yield)
+    finally:
+        line = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": item.nodeid, "start": start,
+                "end": time.time()}
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line) + "\n")
+
+
 @pytest.fixture(autouse=True)
 def data_home(tmp_path_factory, monkeypatch):
     """Every test gets its own empty SAMPAN_DATA (the weight zoo lives there), outside its tmp_path;

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 
 import torch
-from mlflow.tracking import MlflowClient
 
 import sampan
 import sampan.experiments as ex
@@ -21,6 +20,8 @@ def _fit(net, blobs, **kw):
 
 def _runs(uri):
     ex.flush()
+    from mlflow.tracking import MlflowClient  # imported here, not when every worker collects this file
+
     client = MlflowClient(tracking_uri=uri)  # MLflow's own client, not Sampan's
     exp = client.get_experiment_by_name(os.environ["SAMPAN_EXPERIMENT"])
     return client, (client.search_runs([exp.experiment_id]) if exp else [])

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from mlflow.tracking import MlflowClient
 
 import sampan
 import sampan.experiments as ex
@@ -69,6 +68,8 @@ def test_two_notebook_workers_on_one_sqlite_store_lose_nothing(fit_notebook, fre
     assert [t.state.name for t in trials] == ["COMPLETE"] * 2
     trial_runs = handle.runs()
     assert len(trial_runs) == 2 and all(r.info.status == "FINISHED" for r in trial_runs)
+    from mlflow.tracking import MlflowClient  # imported here, not when every worker collects this file
+
     client = MlflowClient(tracking_uri=fresh_store)
     fits = ex.search_runs("tags.`sampan.kind` = 'fit'")
     assert sorted(f.data.tags["mlflow.parentRunId"] for f in fits) == sorted(r.info.run_id for r in trial_runs)

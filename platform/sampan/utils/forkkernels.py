@@ -23,11 +23,19 @@ What a fresh interpreter would do differently, and how the child makes up for it
   ``--IPKernelApp.parent_handle=<that pid>`` (ipykernel read the variable when the server imported it): a kernel
   ends when the server does, which ends when the process that started it does.
 
+Not ``multiprocessing``'s forkserver, which :mod:`sampan.distributed.launcher` uses for training ranks: there is one
+such server per process, with the preload list of whoever starts it first, and its children are
+``multiprocessing.Process`` objects. The starting process joins those at exit, and their standard streams are the
+server's. A kernel needs the starting process's streams at the moment it starts, a session of its own, and an exit
+code that jupyter_client can poll as it polls ``Popen``'s.
+
 Only a kernel spec whose command is ``<this Python> -m ipykernel_launcher ...`` is forked. Any other (another
 Python, another language, extra interpreter flags) starts as jupyter_client always starts it, and the log says why.
 """
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import logging
 import os
@@ -54,9 +62,10 @@ _CODE = struct.Struct("i")
 
 
 def enabled(environ: dict | None = None) -> bool:
-    """Whether ``SAMPAN_FORK_KERNELS`` asks for forked kernels (``1``, ``true``, ``yes`` or ``on``)."""
+    """Whether ``SAMPAN_FORK_KERNELS`` asks for forked kernels (``1``, ``true``, ``yes`` or ``on``), on Linux (the
+    server passes file descriptors over a ``SOCK_SEQPACKET`` socket pair; elsewhere kernels start as usual)."""
     value = (os.environ if environ is None else environ).get(FORK_KERNELS_ENV, "")
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    return sys.platform.startswith("linux") and value.strip().lower() in ("1", "true", "yes", "on")
 
 
 def why_not_forked(cmd: list[str]) -> str | None:
@@ -156,7 +165,6 @@ def _run_kernel(request: dict, fds: list[int], close: list[int]) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         _fresh_process_state()
-        import atexit
         import runpy
 
         argv = request["argv"]
@@ -194,11 +202,12 @@ def _fresh_process_state() -> None:
     """What a new interpreter would have read or drawn on its own (module docstring)."""
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()  # from the OS's entropy, as at numpy's import
-    if "torch" in sys.modules:
-        sys.modules["torch"].seed()  # a new interpreter's default generators start from a random seed too
-    threads = os.environ.get("OMP_NUM_THREADS", "")
-    if threads.isdigit() and int(threads) > 0 and "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(int(threads))
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.seed()  # a new interpreter's default generators start from a random seed too
+        threads = os.environ.get("OMP_NUM_THREADS", "")
+        if threads.isdigit() and int(threads) > 0:
+            torch.set_num_threads(int(threads))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -275,8 +284,6 @@ class _Client:
                                         stdin=subprocess.DEVNULL)
         theirs.close()
         self.conn = ours
-        import atexit
-
         atexit.register(self.close)
 
     def close(self) -> None:
@@ -308,7 +315,6 @@ class _Client:
 
 
 _CLIENT: dict[str, _Client] = {}
-_CLASSES: dict[str, type] = {}  # the jupyter_client subclasses, made at first use
 
 
 def _client() -> _Client:
@@ -334,6 +340,10 @@ def launch(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = 
     if why:
         raise ValueError(f"Expected a kernel command `<this Python> -m ipykernel_launcher ...`. Received: cmd={cmd!r} "
                          f"({why}). HINT: start it with jupyter_client's launch_kernel instead.")
+    return _fork(cmd, env, cwd, stdout, stderr)
+
+
+def _fork(cmd: list[str], env: dict[str, str] | None, cwd: str | None, stdout: Any, stderr: Any) -> ForkedKernel:
     devnull = os.open(os.devnull, os.O_RDONLY)
     opened = []
     try:
@@ -346,9 +356,8 @@ def launch(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = 
             os.close(fd)
 
 
+@functools.cache  # one class, made at first use: jupyter_client is not needed to import sampan
 def _provisioner_class():
-    if "provisioner" in _CLASSES:
-        return _CLASSES["provisioner"]
     from jupyter_client.provisioning import LocalProvisioner
 
     class ForkServerProvisioner(LocalProvisioner):
@@ -360,38 +369,35 @@ def _provisioner_class():
             if why:
                 _log.info("Starting the kernel as a new interpreter, not forked: %s.", why)
                 return await super().launch_kernel(cmd, **kwargs)
-            self.process = launch(cmd, env=kwargs.get("env"), cwd=kwargs.get("cwd"), stdout=kwargs.get("stdout"),
-                                  stderr=kwargs.get("stderr"))
+            self.process = _fork(cmd, kwargs.get("env"), kwargs.get("cwd"), kwargs.get("stdout"), kwargs.get("stderr"))
             self.pid = self.pgid = self.process.pid  # the child calls setsid(): it leads its own group
             self.cwd = kwargs.get("cwd", Path.cwd())
             return self.connection_info
 
-    _CLASSES["provisioner"] = ForkServerProvisioner
     return ForkServerProvisioner
 
 
 def __getattr__(name: str):
-    if name == "ForkServerProvisioner":  # imported lazily: jupyter_client is not needed to import sampan
+    if name == "ForkServerProvisioner":
         return _provisioner_class()
     if name == "ForkServerKernelManager":
         return _manager_class()
     raise AttributeError(name)
 
 
+@functools.cache
 def _manager_class():
-    if "manager" not in _CLASSES:
-        from jupyter_client.manager import AsyncKernelManager
+    from jupyter_client.manager import AsyncKernelManager
 
-        class ForkServerKernelManager(AsyncKernelManager):
-            """``AsyncKernelManager`` whose kernels come from the fork server (:data:`PROVISIONER`), unless the
-            kernel spec names a provisioner of its own."""
+    class ForkServerKernelManager(AsyncKernelManager):
+        """``AsyncKernelManager`` whose kernels come from the fork server (:data:`PROVISIONER`), unless the kernel
+        spec names a provisioner of its own."""
 
-            @property
-            def kernel_spec(self):
-                spec = AsyncKernelManager.kernel_spec.fget(self)
-                if spec is not None and "kernel_provisioner" not in spec.metadata:
-                    spec.metadata["kernel_provisioner"] = {"provisioner_name": PROVISIONER, "config": {}}
-                return spec
+        @property
+        def kernel_spec(self):
+            spec = AsyncKernelManager.kernel_spec.fget(self)
+            if spec is not None and "kernel_provisioner" not in spec.metadata:
+                spec.metadata["kernel_provisioner"] = {"provisioner_name": PROVISIONER, "config": {}}
+            return spec
 
-        _CLASSES["manager"] = ForkServerKernelManager
-    return _CLASSES["manager"]
+    return ForkServerKernelManager

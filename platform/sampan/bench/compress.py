@@ -11,7 +11,8 @@ for torch, its kernels:
 * ``reference kernels``: the portable int8 model as ``quantize_dynamic`` / ``PTQ.convert`` return
   it (int8 weights, dequantized on every call: slower than fp32);
 * ``int8 kernels``: the same model through :func:`sampan.quantization.compile_int8` (inductor's
-  int8 GEMMs and oneDNN int8 convolutions).
+  int8 GEMMs and oneDNN int8 convolutions; on a CPU without VNNI, a dynamic model runs one row on Sampan's
+  int8 GEMV kernel and more rows on fbgemm's int8 Linear). The line above each table says which.
 
 Sections: **dynamic int8** of a Linear-heavy MLP (64 -> 3 x 1024 -> 10) at batch 1 and 32;
 **static int8** (PTQ) of LeNet on 28x28 digits at batch 1 and 32 and of resnet18 (one input
@@ -121,8 +122,10 @@ def _int8_report(title: str, models: dict, example: torch.Tensor, accuracy, repe
 def _int8_rows(net: nn.Module, qnet: nn.Module, fp32_onnx=None, int8_onnx=None, kind: str = "dynamic") -> dict:
     from sampan.quantization import OnnxModel, compile_int8
 
+    fast = compile_int8(qnet)
+    print(f"\ncompile_int8 ({kind}): flow {fast.flow!r}, {fast.kernels}")
     models = {"fp32 (torch)": net, f"int8 {kind} (torch, reference kernels)": qnet,
-              f"int8 {kind} (torch, int8 kernels)": _Served(compile_int8(qnet), qnet)}
+              f"int8 {kind} (torch, int8 kernels)": _Served(fast, qnet)}
     if fp32_onnx is not None:
         models.update({"fp32 (onnxruntime)": OnnxModel(fp32_onnx, threads=1),
                        f"int8 {kind} (onnxruntime)": OnnxModel(int8_onnx, threads=1)})

@@ -34,9 +34,6 @@ there unless asked (``winograd=True``, ``Config.enable_winograd()``).
 """
 from __future__ import annotations
 
-import os
-import shutil
-import warnings
 from pathlib import Path
 
 import torch
@@ -53,8 +50,7 @@ MIN_TILES_F4 = 16
 # enough that the kernel's build (once per machine) and a slower first call pay back soon
 AUTO_MIN_FLOPS = 2e8
 _F4_SOURCE = Path(__file__).with_name("winograd_f4.cpp")
-_F4_NAME = "sampan_winograd_f4_v1"  # torch's extension cache rebuilds it when the source changes
-_F4_STATE: dict[str, str | None] = {}
+_F4_NAME = "sampan_winograd_f4_v2"  # torch's extension cache rebuilds it when the source changes
 # G of F(4 x 4, 3 x 3) (Lavin & Gray): the filter transform U = G g G^T, [6 x 3]
 _G4 = ((1 / 4, 0.0, 0.0), (-1 / 6, -1 / 6, -1 / 6), (-1 / 6, 1 / 6, -1 / 6), (1 / 24, 1 / 12, 1 / 6),
        (1 / 24, -1 / 12, 1 / 6), (0.0, 0.0, 1.0))
@@ -89,9 +85,7 @@ def f4_unavailable() -> str | None:
     The first call builds it (about a minute; torch's extension cache, ``$TORCH_EXTENSIONS_DIR``, keeps the
     build for later processes) and the answer is kept for the process.
     """
-    if "reason" not in _F4_STATE:
-        _F4_STATE["reason"] = _load_f4()
-    return _F4_STATE["reason"]
+    return _load_f4()
 
 
 def auto_unavailable() -> str | None:
@@ -128,26 +122,9 @@ def auto_rewrite(gm: torch.fx.GraphModule) -> int:
 
 
 def _load_f4() -> str | None:
-    capability = torch.backends.cpu.get_cpu_capability()
-    if capability not in ("AVX2", "AVX512"):
-        return f"this CPU's vector instructions ({capability}) are not AVX2, which the F(4x4) kernel is built for"
-    compiler = os.environ.get("CXX", "c++")
-    if shutil.which(compiler) is None:
-        return f"no C++ compiler ({compiler!r} is not on PATH; install g++ or set CXX) to build the F(4x4) kernel"
-    if not hasattr(torch.ops.sampan_winograd, "conv3x3_f4"):
-        from torch.utils import cpp_extension
+    from sampan.utils import cpp_kernels
 
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # "no CUDA runtime is found" and the like
-                cpp_extension.load(name=_F4_NAME, sources=[str(_F4_SOURCE)], extra_cflags=["-O3", "-mavx2", "-mfma"],
-                                   is_python_module=False, verbose=False)
-        except Exception as exc:  # noqa: BLE001 - any failed build means: F(2x2) instead, and say why
-            from sampan.errors import first_line
-
-            return f"building the F(4x4) kernel failed: {first_line(exc)}"
-        torch.library.register_fake("sampan_winograd::conv3x3_f4")(_f4_shape)
-    return None
+    return cpp_kernels.load(_F4_NAME, _F4_SOURCE, "sampan_winograd::conv3x3_f4", "the F(4x4) kernel", _f4_shape)
 
 
 def _f4_shape(x, u, bias, pad):

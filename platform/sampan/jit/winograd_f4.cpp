@@ -1,8 +1,9 @@
 // Winograd F(4x4, 3x3) convolution on the CPU for sampan.jit.winograd (built on first use by
 // torch.utils.cpp_extension; see conv3x3_f4 there). Tiles of 6x6 inputs give 4x4 outputs: the input and output
 // tile transforms (additions and small constant products, Lavin & Gray's B^T and A^T) run here, eight channels at
-// a time so that the compiler vectorises them (AVX2); the 36 matrix products in between are one torch::bmm.
-#include <torch/extension.h>
+// a time so that the compiler vectorises them (AVX2); the 36 matrix products in between are one at::bmm.
+#include <ATen/ATen.h>
+#include <torch/library.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -37,9 +38,9 @@ inline void at_rows(const float* m0, const float* m1, const float* m2, const flo
 }  // namespace
 
 // x: [N, H, W, C] contiguous, C % 8 == 0 -> V: [36, t1 - t0, C] for tiles t0..t1 of the N*th*tw
-torch::Tensor input_transform(const torch::Tensor& x, int64_t pad, int64_t th, int64_t tw, int64_t t0, int64_t t1) {
+at::Tensor input_transform(const at::Tensor& x, int64_t pad, int64_t th, int64_t tw, int64_t t0, int64_t t1) {
   const int64_t H = x.size(1), W = x.size(2), C = x.size(3), T = t1 - t0;
-  auto v = torch::empty({36, T, C}, x.options());
+  auto v = at::empty({36, T, C}, x.options());
   const float* xp = x.data_ptr<float>();
   float* vp = v.data_ptr<float>();
   at::parallel_for(0, T, 1, [&](int64_t begin, int64_t end) {
@@ -72,7 +73,7 @@ torch::Tensor input_transform(const torch::Tensor& x, int64_t pad, int64_t th, i
 }
 
 // m: [36, T, K] for tiles t0..t0+T, bias: [K] or empty -> their outputs in y: [N, Ho, Wo, K]
-void output_transform(const torch::Tensor& m, const torch::Tensor& bias, torch::Tensor& y, int64_t th, int64_t tw,
+void output_transform(const at::Tensor& m, const at::Tensor& bias, at::Tensor& y, int64_t th, int64_t tw,
                       int64_t t0) {
   const int64_t T = m.size(1), K = m.size(2), Ho = y.size(1), Wo = y.size(2);
   const float* mp = m.data_ptr<float>();
@@ -106,10 +107,10 @@ void output_transform(const torch::Tensor& m, const torch::Tensor& bias, torch::
 }
 
 // x: [N, C, H, W] (any strides), u: [36, C, K] (G g G^T), bias: [K] or empty -> [N, K, Ho, Wo] channels-last
-torch::Tensor conv3x3_f4(const torch::Tensor& x, const torch::Tensor& u, const torch::Tensor& bias, int64_t pad) {
-  TORCH_CHECK(x.dim() == 4 && x.scalar_type() == torch::kFloat32 && x.device().is_cpu(),
+at::Tensor conv3x3_f4(const at::Tensor& x, const at::Tensor& u, const at::Tensor& bias, int64_t pad) {
+  TORCH_CHECK(x.dim() == 4 && x.scalar_type() == at::kFloat && x.device().is_cpu(),
               "conv3x3_f4: x must be a float32 CPU tensor [N, C, H, W], got ", x.sizes(), " ", x.scalar_type());
-  TORCH_CHECK(u.dim() == 3 && u.size(0) == 36 && u.size(1) == x.size(1) && u.scalar_type() == torch::kFloat32,
+  TORCH_CHECK(u.dim() == 3 && u.size(0) == 36 && u.size(1) == x.size(1) && u.scalar_type() == at::kFloat,
               "conv3x3_f4: u must be the transformed weights [36, C, K] with C = ", x.size(1), ", got ", u.sizes());
   TORCH_CHECK(x.size(1) % 8 == 0 && u.size(2) % 8 == 0, "conv3x3_f4: channels must be multiples of 8, got C = ",
               x.size(1), ", K = ", u.size(2));
@@ -120,8 +121,8 @@ torch::Tensor conv3x3_f4(const torch::Tensor& x, const torch::Tensor& u, const t
   const int64_t Ho = H + 2 * pad - 2, Wo = W + 2 * pad - 2, th = (Ho + 3) / 4, tw = (Wo + 3) / 4;
   auto xn = x.permute({0, 2, 3, 1}).contiguous();
   auto uc = u.contiguous();
-  auto b = bias.to(torch::kFloat32).contiguous();
-  auto y = torch::empty({N, Ho, Wo, K}, x.options());
+  auto b = bias.to(at::kFloat).contiguous();
+  auto y = at::empty({N, Ho, Wo, K}, x.options());
   // Blocks of tiles whose transformed inputs and products (36 x tiles x channels floats each) stay in cache
   // (about 1 MB), but at least 64 tiles so that the matrix products keep the FMA units busy
   const int64_t T = N * th * tw, C = x.size(1);
@@ -129,7 +130,7 @@ torch::Tensor conv3x3_f4(const torch::Tensor& x, const torch::Tensor& u, const t
   const int64_t block = std::max<int64_t>(64, (int64_t{1} << 20) / per_tile);
   for (int64_t t0 = 0; t0 < T; t0 += block) {
     const int64_t t1 = std::min(T, t0 + block);
-    auto m = torch::bmm(input_transform(xn, pad, th, tw, t0, t1), uc);
+    auto m = at::bmm(input_transform(xn, pad, th, tw, t0, t1), uc);
     output_transform(m, b, y, th, tw, t0);
   }
   return y.permute({0, 3, 1, 2});

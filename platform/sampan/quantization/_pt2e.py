@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import types
 import warnings
 from types import SimpleNamespace
@@ -46,15 +47,30 @@ def pt2e() -> SimpleNamespace:
     return _CACHE["ns"]
 
 
+# oneDNN's ISA levels whose int8 kernels have no VNNI (``vpmaddubsw`` instead): a cap at one of these
+# (``ONEDNN_MAX_CPU_ISA=AVX2``, as when emulating an AVX2-only CPU) makes a VNNI CPU behave like one without
+_NO_VNNI_ISAS = frozenset({"SSE41", "AVX", "AVX2", "AVX512_CORE"})
+
+
+def int8_vnni() -> bool:
+    """Whether the x86 int8 kernels here multiply with VNNI: the CPU has it and oneDNN is not held below it."""
+    if not torch.cpu._is_vnni_supported():
+        return False
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")  # oneDNN's own order
+    return (cap or "").strip().upper() not in _NO_VNNI_ISAS
+
+
 def reduce_range() -> bool:
     """Whether int8 weights here use 7 bits (-64..63; torchao's dynamic flow also halves activations).
 
-    Without VNNI (AVX2-only CPUs such as many AMD EPYC), oneDNN's and inductor's x86 int8 kernels
-    multiply u8 x s8 pairs with ``vpmaddubsw``, whose 16-bit sums saturate: full 8-bit ranges gave a
-    dynamic int8 MLP 30 % error and a 1.5-point accuracy drop there. Halving one side keeps every
-    pair sum in 16 bits (torchao's ``should_reduce_range``; PyTorch's fbgemm qconfig does the same).
+    Without VNNI (AVX2-only CPUs such as many AMD EPYC, or oneDNN capped below it by
+    ``ONEDNN_MAX_CPU_ISA``), oneDNN's and inductor's x86 int8 kernels multiply u8 x s8 pairs with
+    ``vpmaddubsw``, whose 16-bit sums saturate: full 8-bit ranges gave a dynamic int8 MLP 30 % error
+    and a 1.5-point accuracy drop there (40 % under ``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2``
+    on an AVX-512 VNNI CPU). Halving one side keeps every pair sum in 16 bits (torchao's
+    ``should_reduce_range``; PyTorch's fbgemm qconfig does the same).
     """
-    return not torch.cpu._is_vnni_supported()
+    return not int8_vnni()
 
 
 def allow_train_eval(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:

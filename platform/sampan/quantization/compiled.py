@@ -18,7 +18,11 @@ On a CPU without VNNI (AVX2-only x86, many AMD EPYC) inductor has no fast int8 G
 back to a scalar reference micro-kernel and oneDNN's ``qlinear`` ran the MLP at 2.8x fp32 there. A
 :func:`quantize_dynamic` model then runs PyTorch's fbgemm kernels instead (``quantized::linear_dynamic``,
 AVX2 ``vpmaddubsw`` with 7-bit activations so the 16-bit sums never saturate), eagerly, with the same int8
-weights: 0.51x fp32 at batch 32 and 0.78-1.02x at batch 1 on that machine (flow ``"fbgemm"``; BENCHMARKS.md).
+weights: 0.51x fp32 at batch 32 and 0.78-1.02x at batch 1 on that machine (flow ``"fbgemm"``; BENCHMARKS.md). At
+one row fbgemm's fixed cost per call (about 20 us) is most of the time, so one row goes to Sampan's int8 GEMV
+kernel instead (:mod:`sampan.quantization.gemv`: int16 rows times int8 weights, the ReLU that follows a layer in
+an ``nn.Sequential`` folded in): 0.55x fp32 at batch 1 with oneDNN, fbgemm and ATen held to AVX2 on an AMD EPYC
+Zen 4 (fbgemm alone 0.80x there). ``Int8Compiled.kernels`` says which kernel takes one row, and why.
 
 Both inductor flows lower through torchao's X86 inductor patterns (registered when its X86 quantizer is
 imported, which ``compile_int8`` makes sure of): the int8 weights are prepacked once instead of
@@ -52,7 +56,8 @@ INT8_KERNELS = {
     "_int_mm": re.compile(r"extern_kernels\._int_mm\("),
     "int8 micro-GEMM": re.compile(r"void kernel_micro_gemm\([^)]*?const u?int8_t\*", re.S),  # max-autotune's C++ template
 }
-FBGEMM_OP = "quantized::linear_dynamic"  # the fbgemm flow runs eagerly: its kernel is seen by the profiler
+# the fbgemm flow runs eagerly: the profiler sees its kernels
+EAGER_OPS = {"fbgemm linear_dynamic": "quantized::linear_dynamic", "int8 GEMV": "sampan_int8::linear_w8"}
 
 
 def _is_pt2e(model: nn.Module) -> bool:
@@ -120,31 +125,81 @@ def _torchao_dynamic(model: nn.Module) -> nn.Module:
     return swapped.eval()
 
 
-def _fbgemm_dynamic(model: nn.Module) -> nn.Module:
-    """Swaps every ``Int8Linear`` for PyTorch's dynamic int8 Linear with fbgemm-prepacked weights (the same int8
-    values and scales); activations are rounded per call to 7 bits (fbgemm's ``reduce_range``)."""
+class FbgemmInt8Linear(nn.Module):
+    """An ``Int8Linear`` on int8 kernels for CPUs without VNNI: one row through the int8 GEMV kernel
+    (:func:`sampan.quantization.gemv.linear_w8`, float activations, the reference's arithmetic), more rows through
+    PyTorch's fbgemm dynamic int8 Linear (fbgemm-prepacked copies of the same int8 weights; activations rounded per
+    call to 7 bits, fbgemm's ``reduce_range``). ``relu`` applies the ReLU that followed the layer."""
+
+    def __init__(self, layer: Int8Linear, gemv: bool, relu: bool = False):
+        super().__init__()
+        self.in_features, self.out_features, self.gemv, self.relu = layer.in_features, layer.out_features, gemv, relu
+        engine = torch.backends.quantized.engine
+        torch.backends.quantized.engine = "fbgemm"  # prepacks for fbgemm; the packed weights keep their kernel
+        try:
+            with warnings.catch_warnings():
+                # torch.ao.quantization and quantized tensors are deprecated in favour of torchao, which has no
+                # AVX2 int8 kernel: the warnings would only tell the user about Sampan's internals
+                warnings.simplefilter("ignore")
+                from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+
+                self.fbgemm = DynamicLinear(layer.in_features, layer.out_features, bias_=layer.bias is not None,
+                                            dtype=torch.qint8)
+                zeros = torch.zeros(layer.out_features, dtype=torch.long)
+                weight = torch._make_per_channel_quantized_tensor(layer.weight_int8,
+                                                                  layer.weight_scale.double().flatten(), zeros, 0)
+                self.fbgemm.set_weight_bias(weight, None if layer.bias is None else layer.bias.detach().float())
+        finally:
+            torch.backends.quantized.engine = engine
+        self.register_buffer("weight_int8", layer.weight_int8)
+        self.register_buffer("weight_scale", layer.weight_scale.float().flatten())
+        self.register_buffer("bias", None if layer.bias is None else layer.bias.detach().float())
+        self._gemv_args()
+
+    def _gemv_args(self) -> None:
+        # the kernel's arguments in one plain attribute: at one row, reading four buffers through
+        # nn.Module.__getattr__ cost a tenth of a 1024 x 1024 layer's time
+        self._args = (self.weight_int8, self.weight_scale, self.bias, self.relu)
+
+    def _apply(self, fn, recurse=True):  # .to(), .float() ... replace the buffers: take the new ones
+        out = super()._apply(fn, recurse)
+        self._gemv_args()
+        return out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gemv and x.numel() == self.in_features:
+            return torch.ops.sampan_int8.linear_w8(x, *self._args)
+        y = self.fbgemm(x)
+        return torch.relu_(y) if self.relu else y
+
+    def extra_repr(self) -> str:
+        one_row = "int8 GEMV" if self.gemv else "fbgemm"
+        return (f"in_features={self.in_features}, out_features={self.out_features}, one row: {one_row}, "
+                f"more: fbgemm{', relu' if self.relu else ''}")
+
+
+def _fbgemm_dynamic(model: nn.Module) -> tuple[nn.Module, str]:
+    """Swaps every ``Int8Linear`` for a :class:`FbgemmInt8Linear` over the same int8 values and scales, folding
+    a ReLU that follows one in an ``nn.Sequential`` into it (the ReLU's entry is removed, the other names stay);
+    returns the model and how it runs one row."""
     from sampan.quantization.dynamic import _replace
+    from sampan.quantization.gemv import gemv_unavailable
 
-    with warnings.catch_warnings():
-        # torch.ao.quantization is deprecated in favour of torchao, which has no AVX2 int8 kernel
-        warnings.simplefilter("ignore")
-        from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
-
+    reason = gemv_unavailable()
     swapped = copy.deepcopy(model)
-    engine = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "fbgemm"  # prepacks for fbgemm; the packed weights keep their kernel
-    try:
-        for name in [n for n, m in swapped.named_modules() if isinstance(m, Int8Linear)]:
-            layer = swapped.get_submodule(name)
-            fast = DynamicLinear(layer.in_features, layer.out_features, bias_=layer.bias is not None, dtype=torch.qint8)
-            zeros = torch.zeros(layer.out_features, dtype=torch.long)
-            weight = torch._make_per_channel_quantized_tensor(layer.weight_int8, layer.weight_scale.double().flatten(),
-                                                              zeros, 0)
-            fast.set_weight_bias(weight, None if layer.bias is None else layer.bias.detach().float())
-            _replace(swapped, name, fast)
-    finally:
-        torch.backends.quantized.engine = engine
-    return swapped.eval()
+    for name in [n for n, m in swapped.named_modules() if isinstance(m, Int8Linear)]:
+        _replace(swapped, name, FbgemmInt8Linear(swapped.get_submodule(name), gemv=reason is None))
+    for seq in [m for m in swapped.modules() if isinstance(m, nn.Sequential)]:
+        names = list(seq._modules)
+        for first, then in zip(names, names[1:]):
+            layer = seq._modules.get(first)  # None: a ReLU removed in an earlier step
+            if isinstance(layer, FbgemmInt8Linear) and type(seq._modules[then]) is nn.ReLU:
+                layer.relu = True
+                layer._gemv_args()
+                # the ReLU's entry goes (an Identity costs 2 us a call); the others keep their names
+                del seq._modules[then]
+    one_row = "int8 GEMV kernel" if reason is None else f"fbgemm (the int8 GEMV kernel cannot run here: {reason})"
+    return swapped.eval(), f"one row: {one_row}; two rows and more: fbgemm"
 
 
 class Int8Compiled(nn.Module):
@@ -155,12 +210,16 @@ class Int8Compiled(nn.Module):
     Attributes:
         module: the int8 model that was compiled (runs the reference kernels if called directly).
         flow: ``"pt2e"`` (static PTQ / QAT), ``"dynamic"`` (int8 activations rounded at run time, inductor) or
-            ``"fbgemm"`` (the same, on PyTorch's fbgemm kernels, eagerly: CPUs without VNNI).
+            ``"fbgemm"`` (eagerly, for CPUs without VNNI: one row by Sampan's int8 GEMV kernel with float
+            activations, more rows by PyTorch's fbgemm int8 Linear).
+        kernels: how the model runs, in words (the fbgemm flow: which kernel takes one row, and why).
     """
 
-    def __init__(self, module: nn.Module, flow: str, max_autotune: bool):
+    def __init__(self, module: nn.Module, flow: str, max_autotune: bool, kernels: str = ""):
         super().__init__()
         self.module, self.flow, self.max_autotune = module, flow, max_autotune
+        self.kernels = kernels or {"pt2e": "inductor: oneDNN int8 convolutions and Linear layers",
+                                   "dynamic": "inductor: int8 GEMMs"}.get(flow, "")
         self._compiled = None if flow == "fbgemm" else self._compile()
         self._shapes: set[tuple] = set()
 
@@ -168,9 +227,12 @@ class Int8Compiled(nn.Module):
         return torch.compile(self.module, dynamic=False, backend=_Int8Backend(self.max_autotune))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        with torch.no_grad():  # freezing folds the weights only in an inference graph
-            if self._compiled is None:
+        if self._compiled is None:  # eager int8 kernels, which have no gradients
+            if not torch.is_grad_enabled():  # the context costs 2-3 us, a tenth of a layer at one row
                 return self.module(*args, **kwargs)
+            with torch.no_grad():
+                return self.module(*args, **kwargs)
+        with torch.no_grad():  # freezing folds the weights only in an inference graph
             shapes = tuple((a.shape, a.dtype) for a in args if isinstance(a, torch.Tensor))
             if shapes in self._shapes:
                 from torch._dynamo.utils import counters
@@ -200,7 +262,8 @@ class Int8Compiled(nn.Module):
 
             with profile(activities=[ProfilerActivity.CPU]) as prof:
                 self.forward(*example_inputs)
-            return ["fbgemm linear_dynamic"] if any(e.name == FBGEMM_OP for e in prof.events()) else []
+            seen = {e.name for e in prof.events()}
+            return [name for name, op in EAGER_OPS.items() if op in seen]
         from torch._inductor.utils import run_and_get_code
 
         # a cache hit would skip the code generation that run_and_get_code listens to
@@ -265,7 +328,8 @@ def compile_int8(model: nn.Module, *, max_autotune: bool = True, backend: str = 
         from sampan.quantization._pt2e import pt2e, reduce_range
 
         if backend == "fbgemm" or (backend == "auto" and reduce_range()):  # no VNNI: fbgemm has AVX2 int8 kernels
-            return Int8Compiled(_fbgemm_dynamic(model), "fbgemm", max_autotune)
+            module, kernels = _fbgemm_dynamic(model)
+            return Int8Compiled(module, "fbgemm", max_autotune, kernels)
         # torchao's X86 quantizer module registers inductor's pattern for `_int_mm` with a constant
         # weight: prepacked int8 weights (oneDNN qlinear / the C++ micro-GEMM). Without it every call
         # reorders the weights and batch 1 ran 0.92x fp32 (0.57x with it) on the BENCHMARKS.md machine.

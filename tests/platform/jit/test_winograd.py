@@ -7,6 +7,7 @@ from torch import nn
 
 import sampan
 import sampan.jit.winograd as winograd
+from sampan.utils import cpp_kernels
 from sampan.jit.winograd import conv3x3, conv3x3_f4, rewrite
 
 
@@ -53,7 +54,7 @@ def test_the_f4_kernel_refuses_what_it_cannot_take_by_name():
 
 
 def test_without_the_f4_kernel_every_convolution_gets_f2_and_conv3x3_f4_says_why(monkeypatch):
-    monkeypatch.setitem(winograd._F4_STATE, "reason", "no C++ compiler ('c++' is not on PATH)")
+    monkeypatch.setitem(cpp_kernels._STATE, winograd._F4_NAME, "no C++ compiler ('c++' is not on PATH)")
     with pytest.raises(RuntimeError, match=r"F\(4x4, 3x3\) cannot run here: no C\+\+ compiler.*HINT: use conv3x3"):
         conv3x3_f4(torch.randn(1, 16, 8, 8), torch.randn(16, 16, 3, 3), None, 1)
     net = _Sized().eval()

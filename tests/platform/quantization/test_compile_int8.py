@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from sampan.quantization import PTQ, Int8Compiled, QuantConfig, compile_int8, quantize_dynamic
-from sampan.quantization._pt2e import reduce_range
+from sampan.quantization._pt2e import int8_vnni, reduce_range
 
 
 def test_dynamic_int8_mlp_runs_int8_matmuls_and_matches_the_reference(mlp):
@@ -40,7 +40,7 @@ def test_int8_ranges_follow_the_cpu(lenet):
     # quantize_per_*(x, scale, zero_point, [axis,] quant_min, quant_max, dtype): activations and weights
     ranges = {(n.args[-1], n.args[-2]) for n in q.graph.nodes
               if n.op == "call_function" and "dequantize_per" in str(n.target)}
-    weights = 127 if torch.cpu._is_vnni_supported() else 63
+    weights = 127 if int8_vnni() else 63
     assert ranges == {(torch.uint8, 255), (torch.int8, weights)}, ranges
     assert reduce_range() == (weights == 63)
     explicit = PTQ(QuantConfig(weight_bits=8))
@@ -50,18 +50,76 @@ def test_int8_ranges_follow_the_cpu(lenet):
     assert any(n.args[-2] == 127 for n in converted.graph.nodes if "dequantize_per_channel" in str(n.target))
 
 
+@pytest.mark.parametrize("variable", ["ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"])
+def test_int8_ranges_follow_a_onednn_isa_cap(monkeypatch, variable):
+    # oneDNN held to AVX2 on a VNNI CPU multiplies with vpmaddubsw too: full 8-bit ranges saturated there (40 %
+    # error on the MLP under ATEN_CPU_CAPABILITY=avx2), so the cap is read as "no VNNI"
+    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        monkeypatch.delenv(name, raising=False)
+    has_vnni = torch.cpu._is_vnni_supported()
+    assert int8_vnni() == has_vnni and reduce_range() == (not has_vnni)
+    for cap in ("AVX2", "avx2", "AVX512_CORE", "SSE41"):
+        monkeypatch.setenv(variable, cap)
+        assert not int8_vnni() and reduce_range(), cap
+    for cap in ("AVX512_CORE_VNNI", "AVX2_VNNI", "AVX512_CORE_AMX", ""):
+        monkeypatch.setenv(variable, cap)
+        assert int8_vnni() == has_vnni, cap
+
+
 def test_fbgemm_flow_runs_fbgemm_int8_kernels_on_the_same_int8_weights(mlp):
     qnet = quantize_dynamic(mlp)
     fast = compile_int8(qnet, backend="fbgemm")
     x = torch.randn(8, 64)
     assert fast.flow == "fbgemm" and fast.int8_kernels(x) == ["fbgemm linear_dynamic"]
-    assert torch.equal(fast.module[0].weight().int_repr(), qnet[0].weight_int8)   # not re-rounded
+    assert torch.equal(fast.module[0].fbgemm.weight().int_repr(), qnet[0].weight_int8)   # not re-rounded
     with torch.no_grad():
         ref, got, fp32 = qnet(x), fast(x), mlp(x)
     assert (got - ref).abs().max() < 0.05 * ref.abs().max()
     assert (got.argmax(1) == fp32.argmax(1)).float().mean() >= 0.75
     # the automatic choice: fbgemm where the CPU has no VNNI (inductor has no fast int8 GEMM there)
     assert compile_int8(qnet).flow == ("fbgemm" if reduce_range() else "dynamic")
+
+
+def test_fbgemm_flow_takes_one_row_through_the_int8_gemv_kernel_with_the_relus_folded_in(mlp):
+    qnet = quantize_dynamic(mlp)
+    fast = compile_int8(qnet, backend="fbgemm")
+    assert fast.kernels == "one row: int8 GEMV kernel; two rows and more: fbgemm", fast.kernels
+    # Linear, ReLU, Linear, ReLU, Linear: the ReLUs run inside the layers before them; the other names stay
+    assert list(fast.module._modules) == ["0", "2", "4"]
+    assert [m.relu for m in fast.module] == [True, True, False]
+    row, rows = torch.randn(1, 64), torch.randn(8, 64)
+    assert fast.int8_kernels(row) == ["int8 GEMV"] and fast.int8_kernels(rows) == ["fbgemm linear_dynamic"]
+    with torch.no_grad():
+        ref, got = qnet(row), fast(row)
+        ref8, got8 = qnet(rows), fast(rows)
+    # one row: the reference's arithmetic with the row rounded to int16 steps (fbgemm rounds rows to 7 bits)
+    assert (got - ref).abs().max() < 1e-3 * ref.abs().max(), (got - ref).abs().max()
+    assert (got8 - ref8).abs().max() < 0.05 * ref8.abs().max()
+    assert fast(torch.randn(64)).shape == (10,)  # a 1-d input is one row too
+    # .to() and friends replace buffers: the kernel's arguments follow
+    layer = fast.module[0]
+    layer.double()
+    assert layer._args[1] is layer.weight_scale and layer.weight_scale.dtype == torch.float64
+
+
+def test_with_onednn_held_to_avx2_a_dynamic_model_runs_fbgemm_and_the_int8_gemv(mlp, monkeypatch):
+    # how an AVX2-only CPU is emulated on this one (the figures in BENCHMARKS.md): the automatic choice follows
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    fast = compile_int8(quantize_dynamic(mlp))
+    assert fast.flow == "fbgemm" and fast.int8_kernels(torch.randn(1, 64)) == ["int8 GEMV"]
+
+
+def test_without_the_gemv_kernel_one_row_goes_to_fbgemm_and_the_kernels_say_why(mlp, monkeypatch):
+    from sampan.quantization import gemv
+    from sampan.utils import cpp_kernels
+
+    monkeypatch.setitem(cpp_kernels._STATE, gemv._NAME, "no C++ compiler ('c++' is not on PATH)")
+    fast = compile_int8(quantize_dynamic(mlp), backend="fbgemm")
+    assert fast.kernels == ("one row: fbgemm (the int8 GEMV kernel cannot run here: no C++ compiler ('c++' is not "
+                            "on PATH)); two rows and more: fbgemm")
+    assert fast.int8_kernels(torch.randn(1, 64)) == ["fbgemm linear_dynamic"]
+    with pytest.raises(RuntimeError, match=r"cannot run here: no C\+\+ compiler.*HINT: .*backend='fbgemm'"):
+        gemv.linear_w8(torch.randn(1, 64), torch.zeros(4, 64, dtype=torch.int8), torch.ones(4))
 
 
 def _static_lenet(lenet, g: torch.Generator):

@@ -2,7 +2,7 @@
 
 Paddle's ``run_check`` runs one tiny program. This one runs, and times, a
 forward and backward pass on each device, a bf16 autocast step, a
-``torch.compile`` smoke test and a two-process gloo all-reduce, checks that
+``torch.compile`` smoke test, Sampan's C++ CPU kernels and a two-process gloo all-reduce, checks that
 torch's CUDA build, the NVIDIA driver and cuDNN fit together, and reports
 versions (and whether it runs in a container) and what works. ``sampan check`` exits 1 when something required fails.
 """
@@ -191,6 +191,29 @@ def _compile_smoke() -> str:
     return "inductor compiled and matched eager"
 
 
+def _cpu_kernels() -> str:
+    """Which int8 path this CPU takes, and whether Sampan's C++ kernels build here and match float."""
+    from sampan.jit.winograd import f4_unavailable
+    from sampan.quantization._pt2e import int8_vnni
+    from sampan.quantization.gemv import gemv_unavailable, linear_w8
+
+    vnni = int8_vnni()
+    cpu = (f"{torch.backends.cpu.get_cpu_capability()}, VNNI {'yes' if vnni else 'no'} "
+           f"(compile_int8: {'inductor' if vnni else 'fbgemm, one row on the int8 GEMV'})")
+    reason = gemv_unavailable()
+    if reason is not None:
+        raise RuntimeError(f"{cpu}; the int8 GEMV kernel: {reason}")
+    g = torch.Generator().manual_seed(0)
+    w, x = torch.randint(-127, 128, (12, 40), dtype=torch.int8, generator=g), torch.randn(1, 40, generator=g)
+    scale = torch.rand(12, generator=g) / 100
+    want = x @ (w.float() * scale[:, None]).T
+    got = linear_w8(x, w, scale)
+    if not torch.allclose(got, want, rtol=1e-3, atol=1e-4 * float(want.abs().max())):
+        raise RuntimeError(f"{cpu}; the int8 GEMV kernel differs from float by {float((got - want).abs().max()):.3g}")
+    f4 = f4_unavailable()
+    return f"{cpu}; int8 GEMV built, matches float; Winograd F(4x4) {'built' if f4 is None else f'unavailable: {f4}'}"
+
+
 def _allreduce_worker(rank: int, world: int, port: int, queue) -> None:
     import torch.distributed as dist
 
@@ -248,7 +271,8 @@ def run_check(*, compile: bool = True, distributed: bool = True, verbose: bool =
     """Runs every check, prints the report (``verbose``) and returns it.
 
     Args:
-        compile: include the ``torch.compile`` smoke test (needs a C compiler; ~10-30 s on 2 cores).
+        compile: include the ``torch.compile`` smoke test and Sampan's C++ CPU kernels (int8 GEMV, Winograd
+            F(4x4)), which need a C++ compiler: ~10-30 s on 2 cores, 20 s more the first time the kernels build.
         distributed: include the two-process gloo all-reduce.
         verbose: print the report.
 
@@ -273,6 +297,7 @@ def run_check(*, compile: bool = True, distributed: bool = True, verbose: bool =
                                  required=False))
     if compile:
         report.items.append(_run("torch.compile (inductor)", _compile_smoke, required=False))
+        report.items.append(_run("cpu: Sampan's C++ kernels", _cpu_kernels, required=False))
     if distributed:
         report.items.append(_run("distributed: gloo all-reduce x2", _gloo_allreduce, required=True))
     if verbose:

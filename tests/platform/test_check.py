@@ -62,3 +62,19 @@ def test_the_report_names_the_container_and_the_cuda_stack(tmp_path):
     assert item.ok, item.detail  # this machine's torch is CPU-only or its driver fits
     assert ("CPU-only" in item.detail) == (torch.version.cuda is None)
     assert torch.version.cuda is None or f"CUDA {torch.version.cuda}" in item.detail
+
+
+def test_the_cpu_kernels_item_builds_them_runs_the_int8_gemv_and_names_the_int8_path(monkeypatch):
+    from sampan.quantization import gemv
+    from sampan.quantization._pt2e import int8_vnni
+    from sampan.utils import cpp_kernels
+
+    detail = check._cpu_kernels()
+    path = "inductor" if int8_vnni() else "fbgemm, one row on the int8 GEMV"
+    assert f"VNNI {'yes' if int8_vnni() else 'no'} (compile_int8: {path})" in detail, detail
+    assert "int8 GEMV built, matches float; Winograd F(4x4) built" in detail, detail
+    # without a compiler: a warning that says why, not a failed report
+    monkeypatch.setitem(cpp_kernels._STATE, gemv._NAME, "no C++ compiler ('c++' is not on PATH)")
+    item = check._run("cpu: Sampan's C++ kernels", check._cpu_kernels, required=False)
+    assert not item.ok and "the int8 GEMV kernel: no C++ compiler" in item.detail
+    assert "[warn] cpu: Sampan's C++ kernels" in str(check.CheckReport(items=[item]))

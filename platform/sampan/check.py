@@ -199,7 +199,7 @@ def _cpu_kernels() -> str:
 
     vnni = int8_vnni()
     cpu = (f"{torch.backends.cpu.get_cpu_capability()}, VNNI {'yes' if vnni else 'no'} "
-           f"(compile_int8: {'inductor' if vnni else 'fbgemm, one row on the int8 GEMV'})")
+           f"(compile_int8: {'inductor' if vnni else 'fbgemm, 1-2 rows on the int8 GEMV'})")
     reason = gemv_unavailable()
     if reason is not None:
         raise RuntimeError(f"{cpu}; the int8 GEMV kernel: {reason}")

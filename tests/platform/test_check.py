@@ -70,7 +70,7 @@ def test_the_cpu_kernels_item_builds_them_runs_the_int8_gemv_and_names_the_int8_
     from sampan.utils import cpp_kernels
 
     detail = check._cpu_kernels()
-    path = "inductor" if int8_vnni() else "fbgemm, one row on the int8 GEMV"
+    path = "inductor" if int8_vnni() else "fbgemm, 1-2 rows on the int8 GEMV"
     assert f"VNNI {'yes' if int8_vnni() else 'no'} (compile_int8: {path})" in detail, detail
     assert "int8 GEMV built, matches float; Winograd F(4x4) built" in detail, detail
     # without a compiler: a warning that says why, not a failed report

@@ -11,7 +11,7 @@ for torch, its kernels:
 * ``reference kernels``: the portable int8 model as ``quantize_dynamic`` / ``PTQ.convert`` return
   it (int8 weights, dequantized on every call: slower than fp32);
 * ``int8 kernels``: the same model through :func:`sampan.quantization.compile_int8` (inductor's
-  int8 GEMMs and oneDNN int8 convolutions; on a CPU without VNNI, a dynamic model runs one row on Sampan's
+  int8 GEMMs and oneDNN int8 convolutions; on a CPU without VNNI, a dynamic model runs one or two rows on Sampan's
   int8 GEMV kernel and more rows on fbgemm's int8 Linear). The line above each table says which.
 
 Sections: **dynamic int8** of a Linear-heavy MLP (64 -> 3 x 1024 -> 10) at batch 1 and 32;

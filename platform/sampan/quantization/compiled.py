@@ -19,10 +19,11 @@ back to a scalar reference micro-kernel and oneDNN's ``qlinear`` ran the MLP at 
 :func:`quantize_dynamic` model then runs PyTorch's fbgemm kernels instead (``quantized::linear_dynamic``,
 AVX2 ``vpmaddubsw`` with 7-bit activations so the 16-bit sums never saturate), eagerly, with the same int8
 weights: 0.51x fp32 at batch 32 and 0.78-1.02x at batch 1 on that machine (flow ``"fbgemm"``; BENCHMARKS.md). At
-one row fbgemm's fixed cost per call (about 20 us) is most of the time, so one row goes to Sampan's int8 GEMV
+one row fbgemm's fixed cost per call (about 20 us) is most of the time, so one or two rows go to Sampan's int8 GEMV
 kernel instead (:mod:`sampan.quantization.gemv`: int16 rows times int8 weights, the ReLU that follows a layer in
-an ``nn.Sequential`` folded in): 0.55x fp32 at batch 1 with oneDNN, fbgemm and ATen held to AVX2 on an AMD EPYC
-Zen 4 (fbgemm alone 0.80x there). ``Int8Compiled.kernels`` says which kernel takes one row, and why.
+an ``nn.Sequential`` folded in): 0.49-0.55x fp32 at batch 1 with oneDNN, fbgemm and ATen held to AVX2 on an AMD EPYC
+Zen 4 (fbgemm alone 0.80x there; at two rows 0.38x against 0.49x, at three a tie). ``Int8Compiled.kernels`` says
+which kernel takes a row or two, and why.
 
 Both inductor flows lower through torchao's X86 inductor patterns (registered when its X86 quantizer is
 imported, which ``compile_int8`` makes sure of): the int8 weights are prepacked once instead of
@@ -56,6 +57,11 @@ INT8_KERNELS = {
     "_int_mm": re.compile(r"extern_kernels\._int_mm\("),
     "int8 micro-GEMM": re.compile(r"void kernel_micro_gemm\([^)]*?const u?int8_t\*", re.S),  # max-autotune's C++ template
 }
+# the fbgemm flow's calls of at most this many rows go to the int8 GEMV kernel (sampan.quantization.gemv), row by
+# row. The MLP 64 -> 3 x 1024 -> 10 under AVX2 emulation on an AMD EPYC Zen 4, one thread, x fp32: 1 row 0.43x;
+# 2 rows 0.38x against fbgemm's 0.49x; 3 rows a tie (0.37x / 0.39x); 4 rows and more fbgemm is faster
+GEMV_MAX_ROWS = 2
+_FEW = f"up to {GEMV_MAX_ROWS} rows"
 # the fbgemm flow runs eagerly: the profiler sees its kernels
 EAGER_OPS = {"fbgemm linear_dynamic": "quantized::linear_dynamic", "int8 GEMV": "sampan_int8::linear_w8"}
 
@@ -126,7 +132,7 @@ def _torchao_dynamic(model: nn.Module) -> nn.Module:
 
 
 class FbgemmInt8Linear(nn.Module):
-    """An ``Int8Linear`` on int8 kernels for CPUs without VNNI: one row through the int8 GEMV kernel
+    """An ``Int8Linear`` on int8 kernels for CPUs without VNNI: up to ``GEMV_MAX_ROWS`` rows through the int8 GEMV kernel
     (:func:`sampan.quantization.gemv.linear_w8`, float activations, the reference's arithmetic), more rows through
     PyTorch's fbgemm dynamic int8 Linear (fbgemm-prepacked copies of the same int8 weights; activations rounded per
     call to 7 bits, fbgemm's ``reduce_range``). ``relu`` applies the ReLU that followed the layer."""
@@ -167,21 +173,21 @@ class FbgemmInt8Linear(nn.Module):
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gemv and x.numel() == self.in_features:
+        if self.gemv and x.numel() <= GEMV_MAX_ROWS * self.in_features:
             return torch.ops.sampan_int8.linear_w8(x, *self._args)
         y = self.fbgemm(x)
         return torch.relu_(y) if self.relu else y
 
     def extra_repr(self) -> str:
-        one_row = "int8 GEMV" if self.gemv else "fbgemm"
-        return (f"in_features={self.in_features}, out_features={self.out_features}, one row: {one_row}, "
+        few = "int8 GEMV" if self.gemv else "fbgemm"
+        return (f"in_features={self.in_features}, out_features={self.out_features}, {_FEW}: {few}, "
                 f"more: fbgemm{', relu' if self.relu else ''}")
 
 
 def _fbgemm_dynamic(model: nn.Module) -> tuple[nn.Module, str]:
     """Swaps every ``Int8Linear`` for a :class:`FbgemmInt8Linear` over the same int8 values and scales, folding
     a ReLU that follows one in an ``nn.Sequential`` into it (the ReLU's entry is removed, the other names stay);
-    returns the model and how it runs one row."""
+    returns the model and how it runs a row or two."""
     from sampan.quantization.dynamic import _replace
     from sampan.quantization.gemv import gemv_unavailable
 
@@ -198,8 +204,8 @@ def _fbgemm_dynamic(model: nn.Module) -> tuple[nn.Module, str]:
                 layer._gemv_args()
                 # the ReLU's entry goes (an Identity costs 2 us a call); the others keep their names
                 del seq._modules[then]
-    one_row = "int8 GEMV kernel" if reason is None else f"fbgemm (the int8 GEMV kernel cannot run here: {reason})"
-    return swapped.eval(), f"one row: {one_row}; two rows and more: fbgemm"
+    few = "int8 GEMV kernel" if reason is None else f"fbgemm (the int8 GEMV kernel cannot run here: {reason})"
+    return swapped.eval(), f"{_FEW}: {few}; more rows: fbgemm"
 
 
 class Int8Compiled(nn.Module):
@@ -210,9 +216,9 @@ class Int8Compiled(nn.Module):
     Attributes:
         module: the int8 model that was compiled (runs the reference kernels if called directly).
         flow: ``"pt2e"`` (static PTQ / QAT), ``"dynamic"`` (int8 activations rounded at run time, inductor) or
-            ``"fbgemm"`` (eagerly, for CPUs without VNNI: one row by Sampan's int8 GEMV kernel with float
+            ``"fbgemm"`` (eagerly, for CPUs without VNNI: one or two rows by Sampan's int8 GEMV kernel with int16
             activations, more rows by PyTorch's fbgemm int8 Linear).
-        kernels: how the model runs, in words (the fbgemm flow: which kernel takes one row, and why).
+        kernels: how the model runs, in words (the fbgemm flow: which kernel takes a row or two, and why).
     """
 
     def __init__(self, module: nn.Module, flow: str, max_autotune: bool, kernels: str = ""):

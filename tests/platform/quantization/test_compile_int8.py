@@ -80,15 +80,17 @@ def test_fbgemm_flow_runs_fbgemm_int8_kernels_on_the_same_int8_weights(mlp):
     assert compile_int8(qnet).flow == ("fbgemm" if reduce_range() else "dynamic")
 
 
-def test_fbgemm_flow_takes_one_row_through_the_int8_gemv_kernel_with_the_relus_folded_in(mlp):
+def test_fbgemm_flow_takes_one_or_two_rows_through_the_int8_gemv_kernel_with_the_relus_folded_in(mlp):
     qnet = quantize_dynamic(mlp)
     fast = compile_int8(qnet, backend="fbgemm")
-    assert fast.kernels == "one row: int8 GEMV kernel; two rows and more: fbgemm", fast.kernels
+    assert fast.kernels == "up to 2 rows: int8 GEMV kernel; more rows: fbgemm", fast.kernels
     # Linear, ReLU, Linear, ReLU, Linear: the ReLUs run inside the layers before them; the other names stay
     assert list(fast.module._modules) == ["0", "2", "4"]
     assert [m.relu for m in fast.module] == [True, True, False]
     row, rows = torch.randn(1, 64), torch.randn(8, 64)
     assert fast.int8_kernels(row) == ["int8 GEMV"] and fast.int8_kernels(rows) == ["fbgemm linear_dynamic"]
+    assert fast.int8_kernels(torch.randn(2, 64)) == ["int8 GEMV"] and fast.int8_kernels(torch.randn(3, 64)) == [
+        "fbgemm linear_dynamic"]
     with torch.no_grad():
         ref, got = qnet(row), fast(row)
         ref8, got8 = qnet(rows), fast(rows)
@@ -109,14 +111,14 @@ def test_with_onednn_held_to_avx2_a_dynamic_model_runs_fbgemm_and_the_int8_gemv(
     assert fast.flow == "fbgemm" and fast.int8_kernels(torch.randn(1, 64)) == ["int8 GEMV"]
 
 
-def test_without_the_gemv_kernel_one_row_goes_to_fbgemm_and_the_kernels_say_why(mlp, monkeypatch):
+def test_without_the_gemv_kernel_every_call_goes_to_fbgemm_and_the_kernels_say_why(mlp, monkeypatch):
     from sampan.quantization import gemv
     from sampan.utils import cpp_kernels
 
     monkeypatch.setitem(cpp_kernels._STATE, gemv._NAME, "no C++ compiler ('c++' is not on PATH)")
     fast = compile_int8(quantize_dynamic(mlp), backend="fbgemm")
-    assert fast.kernels == ("one row: fbgemm (the int8 GEMV kernel cannot run here: no C++ compiler ('c++' is not "
-                            "on PATH)); two rows and more: fbgemm")
+    assert fast.kernels == ("up to 2 rows: fbgemm (the int8 GEMV kernel cannot run here: no C++ compiler ('c++' is "
+                            "not on PATH)); more rows: fbgemm")
     assert fast.int8_kernels(torch.randn(1, 64)) == ["fbgemm linear_dynamic"]
     with pytest.raises(RuntimeError, match=r"cannot run here: no C\+\+ compiler.*HINT: .*backend='fbgemm'"):
         gemv.linear_w8(torch.randn(1, 64), torch.zeros(4, 64, dtype=torch.int8), torch.ones(4))

@@ -124,7 +124,7 @@ class Config:
         convolutional networks on CPUs whose direct convolutions already run at their peak (AVX2-only CPUs:
         resnet18 ran at 0.77x ONNX Runtime's latency at batch 1); it costs a compile when the predictor is
         created (about 45 s for resnet18 on one core) and, the first time on a machine, the build of the
-        F(4x4, 3x3) kernel (about a minute; needs a C++ compiler, else F(2x2, 3x3) is used).
+        F(4x4, 3x3) kernel (10-30 s; needs a C++ compiler, else F(2x2, 3x3) is used).
 
         Without a call to this or :meth:`disable_winograd`, the candidate is tried on its own on CPUs whose
         widest vectors are AVX2, for programs whose 3 x 3 convolutions carry at least 0.2 GFLOP at batch 1

@@ -591,7 +591,7 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             the fastest. Worth it where the direct convolution is already at the FMA units' limit, such as
             AVX2-only CPUs (resnet18 at batch 1 on an AMD EPYC: 1.77x eager against 1.32x for the plain frozen
             graph); costs a second compile of the network (about 25 s for resnet18 on one core, plus the
-            kernel's build, about a minute, once per machine). Needs ``backend="inductor"``, freezing and
+            kernel's build, 10-30 s, once per machine). Needs ``backend="inductor"``, freezing and
             ``pick_faster`` (a ValueError says so otherwise). ``"auto"`` (the default): on a CPU whose widest
             vectors are AVX2, the one frozen graph computes its heavy 3 x 3 convolutions by F(4 x 4, 3 x 3)
             (:func:`sampan.jit.winograd.auto_rewrite`: at least 0.2 GFLOP of them per call, as in resnet18; no

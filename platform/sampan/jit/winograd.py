@@ -18,8 +18,8 @@ Results differ from the direct convolution by float rounding only (the transform
 **F(4 x 4, 3 x 3)** (:func:`conv3x3_f4`): 6 x 6 input tiles give 4 x 4 outputs, 36 multiplications per 16 outputs,
 4x fewer than the direct convolution. Its tile transforms, written for inductor like F(2 x 2)'s, make a kernel of
 thousands of lines per convolution that took 9 minutes to compile for resnet18, so they run in a small C++ kernel
-instead (``winograd_f4.cpp``, built once per machine by ``torch.utils.cpp_extension`` on the first use, about a
-minute; eight channels at a time, AVX2), with the 36 matrix products in one ``torch.bmm``. It needs a C++
+instead (``winograd_f4.cpp``, built once per machine by ``torch.utils.cpp_extension`` on the first use, 10-30
+s; eight channels at a time, AVX2), with the 36 matrix products in one ``torch.bmm``. It needs a C++
 compiler and an AVX2 CPU; where either is missing, or the build fails, :func:`f4_unavailable` says why and
 :func:`rewrite` uses F(2 x 2, 3 x 3) everywhere. Its rounding error is larger (about 3e-5 of the outputs' scale
 per convolution, against 1e-6), still far inside ``to_static``'s check against eager.
@@ -82,7 +82,7 @@ def conv3x3(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pa
 def f4_unavailable() -> str | None:
     """Why Winograd F(4 x 4, 3 x 3) cannot run here, or None once its C++ kernel is built and loaded.
 
-    The first call builds it (about a minute; torch's extension cache, ``$TORCH_EXTENSIONS_DIR``, keeps the
+    The first call builds it (10-30 s; torch's extension cache, ``$TORCH_EXTENSIONS_DIR``, keeps the
     build for later processes) and the answer is kept for the process.
     """
     return _load_f4()

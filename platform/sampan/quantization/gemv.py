@@ -10,7 +10,7 @@ rounds activations to 7 bits): the weight-only reference model of :func:`~sampan
 within about 1e-5 of its outputs' scale. A ReLU after the layer runs in the same pass. :func:`compile_int8` sends it
 calls of one or two rows (``GEMV_MAX_ROWS``; at two rows 0.38x fp32 against fbgemm's 0.49x), larger ones to fbgemm.
 
-It is built once per machine on first use (about 20 s; :mod:`sampan.utils.cpp_kernels`) and needs a C++
+It is built once per machine on first use (about 10 s; :mod:`sampan.utils.cpp_kernels`) and needs a C++
 compiler and AVX2; where either is missing, :func:`gemv_unavailable` says why and :func:`compile_int8` keeps
 fbgemm for every batch.
 """

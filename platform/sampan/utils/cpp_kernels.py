@@ -8,6 +8,7 @@ of an exception, so the caller can fall back to a torch path and say why.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import warnings
@@ -17,6 +18,7 @@ from typing import Callable
 import torch
 
 _STATE: dict[str, str | None] = {}
+_log = logging.getLogger("sampan.utils.cpp_kernels")
 
 
 def load(name: str, source: Path, op: str, what: str, fake: Callable | None = None) -> str | None:
@@ -46,6 +48,7 @@ def _load(name: str, source: Path, op: str, what: str, fake: Callable | None) ->
     if not hasattr(getattr(torch.ops, namespace), op_name):
         from torch.utils import cpp_extension
 
+        _log.info("loading %s (built on first use, once per machine: 10-30 s)", what)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "no CUDA runtime is found" and the like

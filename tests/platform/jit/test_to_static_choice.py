@@ -67,3 +67,35 @@ def test_pick_faster_off_always_runs_compiled():
         net(torch.randn(2, 8))
         net(torch.randn(2, 8))
     assert net.forward.choices == {}
+
+
+def test_a_shape_kept_eager_takes_the_short_path_until_something_changes(monkeypatch):
+    def plus_one(gm, example_inputs):  # compiled output told apart from eager's
+        def run(*args):
+            return tuple(o + 1 for o in gm(*args))
+        return run
+
+    net = to_static(_net(), backend=plus_one, verify=False)
+    fn = net.forward
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        net(x)
+        net(x)
+        key = next(iter(fn.choices))
+        eager = fn.original(x)
+        fn.choices[key] = PathChoice("eager", 2.0, 1.0)
+        torch.testing.assert_close(net(x), eager)          # the full path, which remembers the shape
+        full_paths = []
+        real = fn._choice_key
+        monkeypatch.setattr(fn, "_choice_key", lambda args: full_paths.append(1) or real(args))
+        for _ in range(3):
+            torch.testing.assert_close(net(x), eager)
+        assert full_paths == []                            # the short path: no key built, eager ran
+        net.train()                                        # training mode: never the short path
+        torch.testing.assert_close(net(x), eager + 1)
+        net.eval()
+        net(torch.randn(3, 8))                             # another shape: the full path
+        assert len(full_paths) == 2
+        fn.choices[key] = PathChoice("compiled", 1.0, 2.0)  # a changed choice is seen at once
+        torch.testing.assert_close(net(x), eager + 1)
+    torch.testing.assert_close(net(x), eager + 1)         # with gradients: the full path (compiled here)

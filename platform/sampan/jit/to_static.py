@@ -221,7 +221,8 @@ class StaticFunction:
         if (fast is not None and len(args) == 1 and not kwargs and not torch.is_grad_enabled()
                 and isinstance(args[0], torch.Tensor) and args[0].shape == fast[1] and args[0].dtype == fast[2]
                 and not fast[0].training and self.choices.get(fast[3]) is fast[4]):
-            return self.original(*args)  # the same shape as last time, which runs eagerly (analysis modes too)
+            # the same shape as last time, which runs eagerly (analysis modes too)
+            return _without_onednn(self.original, args, {}) if fast[4].onednn_off else self.original(*args)
         if self.status == "eager" or _analysis_mode_on():
             return self.original(*args, **kwargs)
         if self._training_call(args) and (self._train_path is not None or self._probes_training(args)):
@@ -231,6 +232,8 @@ class StaticFunction:
             choice = self.choices.get(key) if key is not None else None
             if choice is not None and choice.path == "eager":
                 self._remember_eager(key, choice, args, kwargs)
+                if choice.onednn_off:
+                    return _without_onednn(self.original, args, kwargs)
                 return self.original(*args, **kwargs)
             out = self._run_compiled(args, kwargs, winograd=choice is not None and choice.winograd)
             if self.verify and self.verified is None:
@@ -360,19 +363,35 @@ class StaticFunction:
 
         Compiled code is not always faster: for a small model at batch 1, the compiled call's fixed
         overhead (guards, wrappers) can exceed the work it saves. About half a second per shape.
+        A CPU model with convolutions also gets eager with oneDNN off as a candidate (:func:`_without_onednn`).
         """
         from sampan.utils.timing import interleaved_for
 
         runs = {"compiled": lambda: self._run_compiled(args, kwargs), "eager": lambda: self.original(*args, **kwargs)}
+        if self._onednn_off_applies(args, kwargs):
+            runs[_ONEDNN_OFF] = lambda: _without_onednn(self.original, args, kwargs)
         if self.winograd is True and self._winograd_applies(args, kwargs):
             runs["winograd"] = lambda: self._run_compiled(args, kwargs, winograd=True)
         # winograd="auto": the frozen graph compiled for these inputs (just now) may hold F(4x4) convolutions
         auto = self._auto_winograd() and self._use_frozen(self._module(args)) and self._frozen_backend.rewritten > 0
         times = interleaved_for(runs, 0.5, rounds=(5, 25))
         path = min(times, key=times.get)
-        self.choices[key] = PathChoice("eager" if path == "eager" else "compiled", times["compiled"], times["eager"],
-                                       winograd=path == "winograd" or (auto and path == "compiled"),
-                                       winograd_seconds=times.get("winograd"))
+        self.choices[key] = PathChoice("eager" if path in ("eager", _ONEDNN_OFF) else "compiled", times["compiled"],
+                                       times["eager"], winograd=path == "winograd" or (auto and path == "compiled"),
+                                       winograd_seconds=times.get("winograd"), onednn_off=path == _ONEDNN_OFF,
+                                       onednn_off_seconds=times.get(_ONEDNN_OFF))
+
+    def _onednn_off_applies(self, args: tuple, kwargs: dict) -> bool:
+        """Whether eager with oneDNN off is a candidate for these inputs: a module with convolutions, CPU tensors,
+        oneDNN on now, and the same outputs as eager (within ``rtol`` / ``atol``) when run so."""
+        module = self._module(args)
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        if (module is None or not torch._C._get_mkldnn_enabled() or not tensors
+                or any(t.device.type != "cpu" for t in tensors)
+                or not any(isinstance(m, nn.modules.conv._ConvNd) for m in module.modules())):
+            return False
+        return allclose(_without_onednn(self.original, args, kwargs), self.original(*args, **kwargs),
+                        rtol=self.rtol, atol=self.atol)
 
     def _winograd_applies(self, args: tuple, kwargs: dict) -> bool:
         """Compiles the Winograd variant for these inputs; True when it replaced a convolution and agrees with eager."""
@@ -456,22 +475,44 @@ class PathChoice:
     layout: str | None = None  # training of a CNN on the CPU: "contiguous" (NCHW) or "channels_last"
     winograd: bool = False  # inference: the compiled path kept convolves by Winograd (winograd=True or "auto")
     winograd_seconds: float | None = None  # with winograd=True, that variant's median (timed beside the plain one)
+    onednn_off: bool = False  # inference: the eager path kept runs with oneDNN off (PyTorch's own convolutions)
+    onednn_off_seconds: float | None = None  # that candidate's median, when it was one
 
     @property
     def kept(self) -> str:
         """What runs, in words: ``"compiled"``, ``"eager, channels-last layout"``,
-        ``"compiled, Winograd convolutions"``."""
+        ``"compiled, Winograd convolutions"``, ``"eager, oneDNN off"``."""
         layout = f", {self.layout.replace('_', '-')} layout" if self.layout else ""
+        if self.onednn_off:
+            return "eager, oneDNN off" + layout
         return ("compiled, Winograd convolutions" if self.winograd else self.path) + layout
 
     def __str__(self) -> str:
         fastest = self.winograd_seconds if self.winograd and self.winograd_seconds else self.compiled_seconds
+        if self.onednn_off and self.onednn_off_seconds:
+            fastest = self.onednn_off_seconds
         winograd = "" if self.winograd_seconds is None else f", Winograd {self.winograd_seconds * 1e3:.3g} ms"
+        off = "" if self.onednn_off_seconds is None else f", eager with oneDNN off {self.onednn_off_seconds * 1e3:.3g} ms"
         return (f"{self.kept} (compiled {self.compiled_seconds * 1e3:.3g} ms{winograd}, eager "
-                f"{self.eager_seconds * 1e3:.3g} ms, speed-up {self.eager_seconds / fastest:.2f}x)")
+                f"{self.eager_seconds * 1e3:.3g} ms{off}, speed-up {self.eager_seconds / fastest:.2f}x)")
 
 
 _FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
+_ONEDNN_OFF = "eager, oneDNN off"
+
+
+def _without_onednn(fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """``fn(*args, **kwargs)`` with oneDNN (mkldnn) off: convolutions on the CPU then run PyTorch's own kernels
+    (im2col + GEMM, or direct). For small convolutions at small batches they were much faster: LeNet at batch 1
+    ran 110 us against 192 us with oneDNN (its 6 -> 16 5x5 convolution 23 us against 55 us; AMD EPYC Zen 4, one
+    thread). The switch is process-wide, so another thread's convolutions during the call run without oneDNN too:
+    the same results within float rounding, at their speed."""
+    enabled = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        torch._C._set_mkldnn_enabled(enabled)
 
 
 def _layout_of(module: nn.Module) -> str | None:
@@ -599,7 +640,9 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
         pick_faster: at the first inference call of each input shape (after compiling), time the
             compiled and the eager forward side by side and keep the faster one for that shape,
             so compiling never makes a call slower; the choices are in ``forward.choices`` and in
-            :func:`sampan.jit.explain`. Training calls are measured once, at the first one (a whole
+            :func:`sampan.jit.explain`. A model with convolutions on the CPU also times eager with oneDNN
+            off (PyTorch's own convolution kernels), which ran LeNet at batch 1 in 0.6x eager's time; its
+            outputs must match eager's within ``rtol`` / ``atol`` to be a candidate. Training calls are measured once, at the first one (a whole
             training step on each path, leaving no trace), and take the faster path from then on
             (``forward.train_choice``); in a distributed job they always run compiled.
         winograd: ``True``: also try, per inference input shape, the frozen graph with its 3 x 3 stride-1

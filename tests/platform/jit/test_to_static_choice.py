@@ -99,3 +99,44 @@ def test_a_shape_kept_eager_takes_the_short_path_until_something_changes(monkeyp
         fn.choices[key] = PathChoice("compiled", 1.0, 2.0)  # a changed choice is seen at once
         torch.testing.assert_close(net(x), eager + 1)
     torch.testing.assert_close(net(x), eager + 1)         # with gradients: the full path (compiled here)
+
+
+def _conv_net():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 6, 3, padding=1), nn.ReLU(), nn.Conv2d(6, 16, 5), nn.Flatten(),
+                         nn.Linear(16 * 10 * 10, 4)).eval()
+
+
+def test_a_cpu_conv_net_also_times_eager_with_onednn_off_and_runs_it_when_kept():
+    from torch.profiler import profile
+
+    net = to_static(_conv_net())
+    x = torch.randn(1, 1, 14, 14)
+    with torch.no_grad():
+        net(x)
+        net(x)                                             # measured: three candidates for this conv net
+        key, choice = next(iter(net.forward.choices.items()))
+        assert choice.onednn_off_seconds > 0
+        eager = net.forward.original(x)
+        off = PathChoice("eager", 2.0, 1.0, onednn_off=True, onednn_off_seconds=0.5)
+        net.forward.choices[key] = off
+        assert str(off) == ("eager, oneDNN off (compiled 2e+03 ms, eager 1e+03 ms, eager with oneDNN off 500 ms, "
+                            "speed-up 2.00x)")
+        for _ in range(2):                                 # the full path, then the short one
+            with profile() as prof:
+                out = net(x)
+            ops = {e.name for e in prof.events()}
+            assert "aten::mkldnn_convolution" not in ops and "aten::convolution" in ops, ops
+            torch.testing.assert_close(out, eager, rtol=1e-4, atol=1e-5)
+            assert torch._C._get_mkldnn_enabled()         # switched back on after the call
+        with profile() as prof:                            # the eager module itself keeps oneDNN
+            net.forward.original(x)
+        assert "aten::mkldnn_convolution" in {e.name for e in prof.events()}
+
+
+def test_without_convolutions_onednn_off_is_no_candidate():
+    net = to_static(_net())
+    with torch.no_grad():
+        net(torch.randn(1, 8))
+        net(torch.randn(1, 8))
+    assert next(iter(net.forward.choices.values())).onednn_off_seconds is None

@@ -28,9 +28,10 @@ per convolution, against 1e-6), still far inside ``to_static``'s check against e
 on a CPU whose widest vectors are AVX2 (:func:`auto_unavailable` says why not elsewhere), F(4 x 4, 3 x 3) replaces
 the convolutions it takes when they carry at least ``AUTO_MIN_FLOPS`` of work per call (:func:`f4_flops`):
 resnet18 at 224 x 224 has 2.3 GFLOP of them, the course's small networks none. Only F(4 x 4) is used so, never
-F(2 x 2), whose gain was smaller and less sure. On AVX-512 CPUs oneDNN's direct convolutions were about as fast
-(resnet18 at batch 1 on an AMD EPYC with AVX-512: 1.79x eager with Winograd, 1.71x without), so nothing changes
-there unless asked (``winograd=True``, ``Config.enable_winograd()``).
+F(2 x 2), whose gain was smaller and less sure. On AVX-512 CPUs oneDNN's direct convolutions are faster and the
+gain varied (resnet18 at batch 1 on AMD EPYC Zen 4 instances: 1.79x eager with Winograd against 1.71x without on
+one, 1.76x against 1.35x on another), so ``to_static`` there compiles the F(4 x 4) graph as a second candidate and
+keeps it only when it is timed faster; the predictor tries it only when asked (``Config.enable_winograd()``).
 """
 from __future__ import annotations
 
@@ -89,12 +90,13 @@ def f4_unavailable() -> str | None:
 
 
 def auto_unavailable() -> str | None:
-    """Why ``winograd="auto"`` leaves the convolutions to the direct algorithm on this CPU, or None where it
-    uses F(4 x 4, 3 x 3) on its own (CPUs whose widest vectors are AVX2, such as the AMD EPYC Zen 2 / 3)."""
+    """Why ``winograd="auto"`` does not put F(4 x 4, 3 x 3) into the one frozen graph on this CPU, or None where
+    it does (CPUs whose widest vectors are AVX2, such as the AMD EPYC Zen 2 / 3). On AVX-512 ``to_static`` times
+    an F(4 x 4) graph beside the plain one instead."""
     capability = torch.backends.cpu.get_cpu_capability()
     if capability != "AVX2":
-        return (f"this CPU's vector instructions are {capability}, where the direct convolution is about as fast; "
-                f"winograd=True (Config.enable_winograd()) tries it anyway")
+        return (f"this CPU's vector instructions are {capability}, where the direct convolution is faster: "
+                f"to_static times F(4x4) beside it; the predictor tries it with Config.enable_winograd()")
     return None
 
 

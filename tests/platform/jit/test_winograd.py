@@ -221,7 +221,8 @@ def test_auto_is_for_avx2_only_cpus(monkeypatch):
     _cpu(monkeypatch, "AVX2")
     assert winograd.auto_unavailable() is None
     _cpu(monkeypatch, "AVX512")
-    assert "AVX512" in winograd.auto_unavailable() and "winograd=True" in winograd.auto_unavailable()
+    reason = winograd.auto_unavailable()
+    assert "AVX512" in reason and "to_static times F(4x4) beside it" in reason
 
 
 def test_auto_rewrite_takes_f4_convolutions_only_when_they_are_heavy_enough():
@@ -249,7 +250,7 @@ def test_auto_rewrite_takes_f4_convolutions_only_when_they_are_heavy_enough():
     assert per_image < winograd.AUTO_MIN_FLOPS <= 2 * per_image
 
 
-def test_to_static_auto_compiles_once_with_f4_on_an_avx2_cpu_and_not_elsewhere(monkeypatch):
+def test_to_static_auto_compiles_once_with_f4_on_avx2_and_times_an_f4_variant_on_avx512(monkeypatch):
     x = torch.randn(4, 3, 32, 32)
     results = {}
     for capability in ("AVX2", "AVX512"):
@@ -264,14 +265,34 @@ def test_to_static_auto_compiles_once_with_f4_on_an_avx2_cpu_and_not_elsewhere(m
         torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
         fn = net.forward
         (choice,) = fn.choices.values()
-        assert choice.winograd_seconds is None and "winograd" not in fn._compiled  # one frozen graph, no variant
-        rewritten = fn._frozen_backend.rewritten if "_frozen_backend" in vars(fn) else None
-        results[capability] = (rewritten, choice.winograd, choice.path, str(choice))
-    # on AVX2: both 64-channel convolutions by F(4x4) (kept when compiled beats eager, as timed); on AVX-512: none
-    rewritten, by_winograd, path, words = results["AVX2"]
-    assert rewritten == 2 and by_winograd == (path == "compiled")
-    assert ("compiled, Winograd convolutions" in words) == by_winograd
-    assert results["AVX512"][:2] == (None, False) and "Winograd" not in results["AVX512"][3]
+        results[capability] = (fn, choice)
+    # AVX2: the one frozen graph takes both 64-channel convolutions by F(4x4), kept when compiled beats eager
+    fn, choice = results["AVX2"]
+    assert choice.winograd_seconds is None and "winograd" not in fn._compiled  # one frozen graph, no variant
+    assert fn._frozen_backend.rewritten == 2 and choice.winograd == (choice.path == "compiled")
+    assert ("compiled, Winograd convolutions" in str(choice)) == choice.winograd
+    # AVX-512: the plain frozen graph (probed: 4 images of F(4x4) work, over AUTO_MIN_FLOPS) and an F(4x4)
+    # variant, timed side by side with eager; the fastest is kept
+    fn, choice = results["AVX512"]
+    assert fn._frozen_backend.rewritten == 0 and fn._frozen_backend.probed >= winograd.AUTO_MIN_FLOPS
+    assert fn._winograd_backend.rewritten == 2 and choice.winograd_seconds > 0
+    times = {"winograd": choice.winograd_seconds, "compiled": choice.compiled_seconds, "eager": choice.eager_seconds}
+    if choice.onednn_off_seconds is not None:
+        times["eager, oneDNN off"] = choice.onednn_off_seconds
+    assert choice.kept == {"winograd": "compiled, Winograd convolutions", "compiled": "compiled", "eager": "eager",
+                           "eager, oneDNN off": "eager, oneDNN off"}[min(times, key=times.get)]
+
+
+def test_to_static_auto_times_no_f4_variant_for_light_convolutions_on_avx512(monkeypatch):
+    _cpu(monkeypatch, "AVX512")
+    torch.manual_seed(0)
+    net = _Heavy().eval()
+    sampan.jit.to_static(net)
+    with torch.no_grad():
+        net(torch.randn(1, 3, 32, 32))  # 150 MFLOP of F(4x4) work at batch 1: under AUTO_MIN_FLOPS
+        net(torch.randn(1, 3, 32, 32))
+    (choice,) = net.forward.choices.values()
+    assert choice.winograd_seconds is None and "winograd" not in net.forward._compiled
 
 
 def test_winograd_takes_only_true_false_or_auto():

@@ -516,7 +516,8 @@ class PathChoice:
         if self.onednn_off and self.onednn_off_seconds:
             fastest = self.onednn_off_seconds
         winograd = "" if self.winograd_seconds is None else f", Winograd {self.winograd_seconds * 1e3:.3g} ms"
-        off = "" if self.onednn_off_seconds is None else f", eager with oneDNN off {self.onednn_off_seconds * 1e3:.3g} ms"
+        off = ("" if self.onednn_off_seconds is None
+               else f", eager with oneDNN off {self.onednn_off_seconds * 1e3:.3g} ms")
         return (f"{self.kept} (compiled {self.compiled_seconds * 1e3:.3g} ms{winograd}, eager "
                 f"{self.eager_seconds * 1e3:.3g} ms{off}, speed-up {self.eager_seconds / fastest:.2f}x)")
 
@@ -670,9 +671,10 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             so compiling never makes a call slower; the choices are in ``forward.choices`` and in
             :func:`sampan.jit.explain`. A model with convolutions on the CPU also times eager with oneDNN
             off (PyTorch's own convolution kernels), which ran LeNet at batch 1 in 0.6x eager's time; its
-            outputs must match eager's within ``rtol`` / ``atol`` to be a candidate. Training calls are measured once, at the first one (a whole
-            training step on each path, leaving no trace), and take the faster path from then on
-            (``forward.train_choice``); in a distributed job they always run compiled.
+            outputs must match eager's within ``rtol`` / ``atol`` to be a candidate. Training calls are
+            measured once, at the first one (a whole training step on each path, leaving no trace), and take
+            the faster path from then on (``forward.train_choice``); in a distributed job they always run
+            compiled.
         winograd: ``True``: also try, per inference input shape, the frozen graph with its 3 x 3 stride-1
             convolutions computed by Winograd (:mod:`sampan.jit.winograd`: F(4 x 4, 3 x 3), 4x fewer
             multiplications, in a C++ kernel built on first use where a map is large enough and a compiler

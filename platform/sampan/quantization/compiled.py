@@ -133,9 +133,10 @@ def _torchao_dynamic(model: nn.Module) -> nn.Module:
 
 class FbgemmInt8Linear(nn.Module):
     """An ``Int8Linear`` on int8 kernels for CPUs without VNNI: calls of up to ``GEMV_MAX_ROWS`` rows through the
-    int8 GEMV kernel (:func:`sampan.quantization.gemv.linear_w8`: rows rounded to int16, within about 1e-5 of the
-    weight-only reference), larger ones through PyTorch's fbgemm dynamic int8 Linear (fbgemm-prepacked copies of the same int8 weights; activations rounded per
-    call to 7 bits, fbgemm's ``reduce_range``). ``relu`` applies the ReLU that followed the layer."""
+    int8 GEMV kernel (:func:`sampan.quantization.gemv.linear_w8`: rows rounded to int16, within about 1e-4 of the
+    weight-only reference's largest output), larger ones through PyTorch's fbgemm dynamic int8 Linear
+    (fbgemm-prepacked copies of the same int8 weights; activations rounded per call to 7 bits, fbgemm's
+    ``reduce_range``). ``relu`` applies the ReLU that followed the layer."""
 
     def __init__(self, layer: Int8Linear, gemv: bool, relu: bool = False):
         super().__init__()

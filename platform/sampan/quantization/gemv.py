@@ -7,8 +7,9 @@ from Python) and ran the ``sampan bench compress`` MLP at 0.78-1.02x fp32 on an 
 reads the int8 weights (a quarter of fp32's bytes) with the Linear's own per-row scales and multiplies them by the
 input row rounded to int16 (``vpmaddwd``; steps of max|x| / 16383, an error below 3e-5 of max|x| where fbgemm
 rounds activations to 7 bits): the weight-only reference model of :func:`~sampan.quantization.quantize_dynamic`
-within about 1e-5 of its outputs' scale. A ReLU after the layer runs in the same pass. :func:`compile_int8` sends it
-calls of one or two rows (``GEMV_MAX_ROWS``; at two rows 0.38x fp32 against fbgemm's 0.49x), larger ones to fbgemm.
+within about 1e-4 of its largest output (fbgemm: 2-3e-2). A ReLU after the layer runs in the same pass.
+:func:`compile_int8` sends it calls of one or two rows (``GEMV_MAX_ROWS``; at two rows 0.38x fp32 against fbgemm's
+0.49x), larger ones to fbgemm.
 
 It is built once per machine on first use (about 10 s; :mod:`sampan.utils.cpp_kernels`) and needs a C++
 compiler and AVX2; where either is missing, :func:`gemv_unavailable` says why and :func:`compile_int8` keeps

@@ -80,9 +80,10 @@ class StaticFunction:
         self._sampan_static = self
         self._compiled: dict[bool | str, Callable] = {}
         self._frozen_fingerprint: tuple | None = None
-        # the last inference call's shape, if its choice was eager: (layer, shape, dtype, key, choice), checked in a
-        # few attribute reads instead of the full path's ~7 us (LeNet at batch 1 is a 150 us call)
+        # the last inference call's key, if its choice was eager: (layer, key, choice), checked in a few attribute
+        # reads instead of the full path's ~7 us (LeNet at batch 1 is a 150 us call)
         self._eager_shape: tuple | None = None
+        self._frozen_backend: FrozenBackend | None = None  # the frozen graph's, when "auto" rewrites or probes it
         functools.update_wrapper(self, fn)
 
     # -- descriptor: @to_static on a method binds like a function ---------------------------------
@@ -118,12 +119,12 @@ class StaticFunction:
                 # winograd="auto" timed on an AVX-512 CPU: F(4x4) where convolutions are heavy, as on AVX2
                 backend = self._winograd_backend = FrozenBackend(
                     self.backend, rewrite=auto_rewrite if self.winograd == "auto" else rewrite)
-            elif frozen and self._auto_winograd_timed():
+            elif frozen and self._auto_winograd() == "timed":
                 from sampan.jit.winograd import f4_flops
 
                 # the plain frozen graph, probed: its F(4x4) work decides whether a Winograd variant is timed
                 backend = self._frozen_backend = FrozenBackend(self.backend, probe=f4_flops)
-            elif frozen and self._auto_winograd():
+            elif frozen and self._auto_winograd() == "rewrite":
                 from sampan.jit.winograd import auto_rewrite
 
                 # winograd="auto" on an AVX2-only CPU: the one frozen graph takes F(4x4) where convolutions are heavy
@@ -136,18 +137,17 @@ class StaticFunction:
             self._compiled[frozen] = torch.compile(self.original, backend=backend, fullgraph=True, options=options)
         return self._compiled[frozen]
 
-    def _auto_winograd(self) -> bool:
-        """Whether ``winograd="auto"`` puts Winograd F(4x4) into the frozen graph here (see :func:`to_static`)."""
+    def _auto_winograd(self) -> str | None:
+        """What ``winograd="auto"`` does here (see :func:`to_static`): ``"rewrite"`` (AVX2-only CPUs: the one
+        frozen graph takes Winograd F(4x4)), ``"timed"`` (AVX-512: a frozen graph with F(4x4) is timed beside the
+        plain one when the convolutions are heavy) or None."""
         from sampan.jit.winograd import auto_unavailable
 
-        return (self.winograd == "auto" and self.backend == "inductor" and self.freezing and self.pick_faster
-                and auto_unavailable() is None)
-
-    def _auto_winograd_timed(self) -> bool:
-        """Whether ``winograd="auto"`` times a frozen graph with F(4x4) convolutions beside the plain one, on a CPU
-        with AVX-512, when the convolutions are heavy (see :func:`to_static`)."""
-        return (self.winograd == "auto" and self.backend == "inductor" and self.freezing and self.pick_faster
-                and torch.backends.cpu.get_cpu_capability() == "AVX512")
+        if not (self.winograd == "auto" and self.backend == "inductor" and self.freezing and self.pick_faster):
+            return None
+        if auto_unavailable() is None:
+            return "rewrite"
+        return "timed" if torch.backends.cpu.get_cpu_capability() == "AVX512" else None
 
     def _mark_dynamic(self, args: tuple) -> None:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -232,10 +232,9 @@ class StaticFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._eager_shape
         if (fast is not None and len(args) == 1 and not kwargs and not torch.is_grad_enabled()
-                and isinstance(args[0], torch.Tensor) and args[0].shape == fast[1] and args[0].dtype == fast[2]
-                and not fast[0].training and self.choices.get(fast[3]) is fast[4]):
-            # the same shape as last time, which runs eagerly (analysis modes too)
-            return _without_onednn(self.original, args, {}) if fast[4].onednn_off else self.original(*args)
+                and isinstance(args[0], torch.Tensor) and args[0].shape == fast[1][0][0]
+                and args[0].dtype == fast[1][0][1] and not fast[0].training and self.choices.get(fast[1]) is fast[2]):
+            return self._run_eager(fast[2], args, kwargs)  # the same shape as last time (analysis modes too)
         if self.status == "eager" or _analysis_mode_on():
             return self.original(*args, **kwargs)
         if self._training_call(args) and (self._train_path is not None or self._probes_training(args)):
@@ -245,9 +244,7 @@ class StaticFunction:
             choice = self.choices.get(key) if key is not None else None
             if choice is not None and choice.path == "eager":
                 self._remember_eager(key, choice, args, kwargs)
-                if choice.onednn_off:
-                    return _without_onednn(self.original, args, kwargs)
-                return self.original(*args, **kwargs)
+                return self._run_eager(choice, args, kwargs)
             out = self._run_compiled(args, kwargs, winograd=choice is not None and choice.winograd)
             if self.verify and self.verified is None:
                 self._verify(args, kwargs, out)
@@ -263,7 +260,13 @@ class StaticFunction:
         a layer to read ``training`` from), else forgets the last one."""
         eager = (choice is not None and choice.path == "eager" and self.layer is not None and len(args) == 1
                  and not kwargs and isinstance(args[0], torch.Tensor))
-        self._eager_shape = (self.layer, args[0].shape, args[0].dtype, key, choice) if eager else None
+        self._eager_shape = (self.layer, key, choice) if eager else None
+
+    def _run_eager(self, choice: "PathChoice", args: tuple, kwargs: dict) -> Any:
+        """The eager forward, with oneDNN off when that is what was kept for this shape."""
+        if choice.onednn_off:
+            return _without_onednn(self.original, args, kwargs)
+        return self.original(*args, **kwargs)
 
     # -- the faster path for training -------------------------------------------------------------
     def _training_call(self, args: tuple) -> bool:
@@ -386,7 +389,8 @@ class StaticFunction:
         if self._winograd_timed(args) and self._winograd_applies(args, kwargs):
             runs["winograd"] = lambda: self._run_compiled(args, kwargs, winograd=True)
         # winograd="auto": the frozen graph compiled for these inputs (just now) may hold F(4x4) convolutions
-        auto = self._auto_winograd() and self._use_frozen(self._module(args)) and self._frozen_backend.rewritten > 0
+        auto = (self._auto_winograd() == "rewrite" and self._use_frozen(self._module(args))
+                and self._frozen_backend.rewritten > 0)
         times = interleaved_for(runs, 0.5, rounds=(5, 25))
         path = min(times, key=times.get)
         self.choices[key] = PathChoice("eager" if path in ("eager", _ONEDNN_OFF) else "compiled", times["compiled"],
@@ -411,11 +415,11 @@ class StaticFunction:
         graph just compiled for these inputs has at least ``AUTO_MIN_FLOPS`` of F(4x4) work."""
         if self.winograd is True:
             return True
-        if not (self._auto_winograd_timed() and self._use_frozen(self._module(args))):
+        if not (self._auto_winograd() == "timed" and self._use_frozen(self._module(args))):
             return False
         from sampan.jit.winograd import AUTO_MIN_FLOPS
 
-        return getattr(self, "_frozen_backend", None) is not None and self._frozen_backend.probed >= AUTO_MIN_FLOPS
+        return self._frozen_backend is not None and self._frozen_backend.probed >= AUTO_MIN_FLOPS
 
     def _winograd_applies(self, args: tuple, kwargs: dict) -> bool:
         """Compiles the Winograd variant for these inputs; True when it replaced a convolution and agrees with eager."""

@@ -86,7 +86,9 @@ def f4_unavailable() -> str | None:
     The first call builds it (10-30 s; torch's extension cache, ``$TORCH_EXTENSIONS_DIR``, keeps the
     build for later processes) and the answer is kept for the process.
     """
-    return _load_f4()
+    from sampan.utils import cpp_kernels
+
+    return cpp_kernels.load(_F4_NAME, _F4_SOURCE, "sampan_winograd::conv3x3_f4", "the F(4x4) kernel", _f4_shape)
 
 
 def auto_unavailable() -> str | None:
@@ -121,12 +123,6 @@ def auto_rewrite(gm: torch.fx.GraphModule) -> int:
     """:func:`rewrite` for ``winograd="auto"``: F(4 x 4, 3 x 3) only, and only when :func:`f4_flops` reaches
     ``AUTO_MIN_FLOPS``; returns how many convolutions it replaced."""
     return rewrite(gm, only_f4=True) if f4_flops(gm) >= AUTO_MIN_FLOPS else 0
-
-
-def _load_f4() -> str | None:
-    from sampan.utils import cpp_kernels
-
-    return cpp_kernels.load(_F4_NAME, _F4_SOURCE, "sampan_winograd::conv3x3_f4", "the F(4x4) kernel", _f4_shape)
 
 
 def _f4_shape(x, u, bias, pad):

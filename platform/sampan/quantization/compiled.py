@@ -138,9 +138,10 @@ class FbgemmInt8Linear(nn.Module):
     (fbgemm-prepacked copies of the same int8 weights; activations rounded per call to 7 bits, fbgemm's
     ``reduce_range``). ``relu`` applies the ReLU that followed the layer."""
 
-    def __init__(self, layer: Int8Linear, gemv: bool, relu: bool = False):
+    def __init__(self, layer: Int8Linear, gemv: bool):
         super().__init__()
-        self.in_features, self.out_features, self.gemv, self.relu = layer.in_features, layer.out_features, gemv, relu
+        self.in_features, self.out_features, self.gemv = layer.in_features, layer.out_features, gemv
+        self.relu = False  # set by _fbgemm_dynamic when a ReLU follows the layer
         engine = torch.backends.quantized.engine
         torch.backends.quantized.engine = "fbgemm"  # prepacks for fbgemm; the packed weights keep their kernel
         try:
@@ -164,9 +165,9 @@ class FbgemmInt8Linear(nn.Module):
         self._gemv_args()
 
     def _gemv_args(self) -> None:
-        # the kernel's arguments in one plain attribute: at one row, reading four buffers through
+        # the kernel's buffers in one plain attribute: at one row, reading three buffers through
         # nn.Module.__getattr__ cost a tenth of a 1024 x 1024 layer's time
-        self._args = (self.weight_int8, self.weight_scale, self.bias, self.relu)
+        self._args = (self.weight_int8, self.weight_scale, self.bias)
 
     def _apply(self, fn, recurse=True):  # .to(), .float() ... replace the buffers: take the new ones
         out = super()._apply(fn, recurse)
@@ -175,7 +176,7 @@ class FbgemmInt8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gemv and x.numel() <= GEMV_MAX_ROWS * self.in_features:
-            return torch.ops.sampan_int8.linear_w8(x, *self._args)
+            return torch.ops.sampan_int8.linear_w8(x, *self._args, self.relu)
         y = self.fbgemm(x)
         return torch.relu_(y) if self.relu else y
 
@@ -202,7 +203,6 @@ def _fbgemm_dynamic(model: nn.Module) -> tuple[nn.Module, str]:
             layer = seq._modules.get(first)  # None: a ReLU removed in an earlier step
             if isinstance(layer, FbgemmInt8Linear) and type(seq._modules[then]) is nn.ReLU:
                 layer.relu = True
-                layer._gemv_args()
                 # the ReLU's entry goes (an Identity costs 2 us a call); the others keep their names
                 del seq._modules[then]
     few = "int8 GEMV kernel" if reason is None else f"fbgemm (the int8 GEMV kernel cannot run here: {reason})"

@@ -47,6 +47,12 @@ inline void dot(const int16_t* xq, const int8_t* w, int64_t K, int64_t n0, int64
   for (int r = 0; r < R; ++r) out[r] += float(hsum(acc[r]));
 }
 
+// the scale, the bias and the ReLU of one output
+inline float epilogue(float sum, float scale, float bias, bool relu) {
+  const float v = sum * scale + bias;
+  return relu && v < 0.f ? 0.f : v;
+}
+
 template <int R>
 inline void outputs(const float* x, const int16_t* xq, float sx, const int8_t* w, const float* scale,
                     const float* bias, float* y, int64_t K, int64_t n0, bool relu) {
@@ -57,8 +63,7 @@ inline void outputs(const float* x, const int16_t* xq, float sx, const int8_t* w
     const int8_t* wn = w + (n0 + r) * K;
     float tail = 0.f;  // the last K % 16 products, in float
     for (int64_t k = K16; k < K; ++k) tail += x[k] * float(wn[k]);
-    const float v = (sums[r] * sx + tail) * scale[n0 + r] + bias[n0 + r];
-    y[n0 + r] = relu && v < 0.f ? 0.f : v;
+    y[n0 + r] = epilogue(sums[r] * sx + tail, scale[n0 + r], bias[n0 + r], relu);
   }
 }
 }  // namespace
@@ -84,7 +89,7 @@ at::Tensor linear_w8(const at::Tensor& x, const at::Tensor& w, const at::Tensor&
   auto sizes = x.sizes().vec();
   sizes.back() = N;
   auto y = at::empty(sizes, x.options());
-  const int64_t M = K ? xc.numel() / K : 0, N4 = N / 4;
+  const int64_t M = N ? y.numel() / N : 0, N4 = N / 4;  // rows: from y, so that in_features = 0 gives the bias
   const float *xp = xc.data_ptr<float>(), *sp = sc.data_ptr<float>(), *bp = bc.data_ptr<float>();
   const int8_t* wp = wc.data_ptr<int8_t>();
   float* yp = y.data_ptr<float>();
@@ -103,8 +108,7 @@ at::Tensor linear_w8(const at::Tensor& x, const at::Tensor& w, const at::Tensor&
       for (int64_t n = 0; n < N; ++n) {
         float s = 0.f;
         for (int64_t k = 0; k < K; ++k) s += xm[k] * float(wp[n * K + k]);
-        const float v = s * sp[n] + bp[n];
-        ym[n] = relu && v < 0.f ? 0.f : v;
+        ym[n] = epilogue(s, sp[n], bp[n], relu);
       }
       continue;
     }

@@ -50,3 +50,9 @@ def test_bad_arguments_name_what_is_wrong():
         linear_w8(torch.randn(1, 64), w, torch.ones(4), torch.ones(2))
     with pytest.raises(RuntimeError, match="x must be float32, got Double"):
         linear_w8(torch.randn(1, 64, dtype=torch.float64), w, torch.ones(4))
+
+
+def test_no_input_features_gives_the_bias_on_every_row():
+    bias = torch.randn(5)
+    got = linear_w8(torch.empty(3, 0), torch.empty(5, 0, dtype=torch.int8), torch.ones(5), bias, relu=False)
+    assert torch.equal(got, bias.expand(3, 5))

@@ -121,14 +121,13 @@ class Config:
         freezing, its 3 x 3 stride-1 convolutions computed by Winograd (:mod:`sampan.inference.winograd`).
 
         It is verified against the fp32 reference and chosen only when it is the fastest. Worth it for
-        convolutional networks on CPUs whose direct convolutions already run at their peak (AVX2-only CPUs:
-        resnet18 ran at 0.77x ONNX Runtime's latency at batch 1); it costs a compile when the predictor is
-        created (about 45 s for resnet18 on one core) and, the first time on a machine, the build of the
-        F(4x4, 3x3) kernel (10-30 s; needs a C++ compiler, else F(2x2, 3x3) is used).
+        convolutional networks on CPUs whose direct convolutions already run at their peak (resnet18 ran at
+        0.66-0.77x ONNX Runtime's latency on AMD EPYC CPUs, with AVX2 or AVX-512); it costs a compile when the
+        predictor is created (about 20 s for resnet18 on one core) and, the first time on a machine, the build of
+        the F(4x4, 3x3) kernel (10-30 s; needs a C++ compiler, else F(2x2, 3x3) is used).
 
-        Without a call to this or :meth:`disable_winograd`, the candidate is tried on its own on CPUs whose
-        widest vectors are AVX2, for programs whose 3 x 3 convolutions carry at least 0.2 GFLOP at batch 1
-        (:meth:`winograd_auto`).
+        Without a call to this or :meth:`disable_winograd`, the candidate is tried on its own for programs whose
+        3 x 3 convolutions that F(4x4) takes carry at least 0.2 GFLOP at batch 1 (:meth:`winograd_auto`).
 
         Example:
             >>> config.enable_winograd()                        # doctest: +SKIP
@@ -147,7 +146,7 @@ class Config:
     def winograd_auto(self) -> bool:
         """True until :meth:`enable_winograd` or :meth:`disable_winograd` is called: the predictor then tries
         ``inductor-winograd`` where :func:`sampan.inference.winograd.auto_refusal` finds nothing against it
-        (an AVX2-only CPU and a network with heavy 3 x 3 convolutions, such as resnet18)."""
+        (a network with heavy 3 x 3 convolutions, such as resnet18, and the F(4 x 4) kernel built here)."""
         return self._winograd is None
 
     # -- backend and warm-up -----------------------------------------------------------------------

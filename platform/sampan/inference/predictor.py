@@ -99,9 +99,9 @@ class Predictor:
     program in bfloat16, :mod:`sampan.inference.bf16`), verified against the fp32 reference with a bf16
     tolerance and kept only when it is the fastest.
     With ``config.enable_winograd()`` it also tries ``"inductor-winograd"`` (the program frozen, its 3 x 3
-    convolutions by Winograd, :mod:`sampan.inference.winograd`), verified with the fp32 tolerance; on a CPU
-    whose widest vectors are AVX2 it tries it without being asked for networks with heavy 3 x 3 convolutions
-    (``Config.winograd_auto``; F(4 x 4) only there).
+    convolutions by Winograd, :mod:`sampan.inference.winograd`), verified with the fp32 tolerance; it tries it
+    without being asked for networks with heavy 3 x 3 convolutions (``Config.winograd_auto``; F(4 x 4) only
+    there).
 
     Attributes:
         backend: the backend in use (``"pt2"``, ``"aoti"``, ``"onnxruntime"``, ``"inductor-bf16"`` or
@@ -137,7 +137,7 @@ class Predictor:
     def _choose(self, names: list[str]) -> tuple[str, Callable]:
         loaded = self._load(names)
         # the opt-in candidates compiled from the .pt2 program (enable_mkldnn_bfloat16, enable_winograd); Winograd
-        # also on its own where it pays (an AVX2-only CPU, heavy 3x3 convolutions), else it is not listed
+        # also on its own where it may pay (heavy 3x3 convolutions), else it is not listed
         auto = self.config.winograd_auto() and winograd.auto_refusal(
             self.config, self._meta["artifacts"], lambda: self._pt2_module(loaded)) is None
         opt_in = ((bf16, self.config.mkldnn_bfloat16_enabled()), (winograd, self.config.winograd_enabled() or auto))

@@ -1,21 +1,21 @@
 """The predictor's Winograd candidate: the exported program, frozen, with its 3 x 3 convolutions by Winograd.
 
-With ``Config.enable_winograd()`` the :class:`~sampan.inference.Predictor` also considers ``inductor-winograd``:
-the ``.pt2`` program (checked by ``sampan.jit._safety`` like every ``.pt2`` the predictor opens) compiled by
-inductor with freezing, its 3 x 3 stride-1 convolutions replaced by :mod:`sampan.jit.winograd` (F(4 x 4, 3 x 3)
-in a C++ kernel built on first use where a map is large enough, else F(2 x 2, 3 x 3)). Fewer multiplications is
-the one way left to beat ONNX Runtime on a CPU whose direct convolutions already run at the FMA units' peak
-(AVX2-only CPUs; resnet18 on a 2-core AMD EPYC: 0.77x ONNX Runtime's latency at batch 1, 0.66x at batch 32,
-BENCHMARKS.md).
+The :class:`~sampan.inference.Predictor` may also consider ``inductor-winograd``: the ``.pt2`` program (checked by
+``sampan.jit._safety`` like every ``.pt2`` the predictor opens) compiled by inductor with freezing, its 3 x 3
+stride-1 convolutions replaced by :mod:`sampan.jit.winograd` (F(4 x 4, 3 x 3) in a C++ kernel built on first use,
+else F(2 x 2, 3 x 3) with ``Config.enable_winograd()``). Fewer multiplications is the one way left to beat ONNX
+Runtime on a CPU whose direct convolutions already run at the FMA units' peak. resnet18, one thread: 0.77x ONNX
+Runtime's latency at batch 1 and 0.66x at batch 32 on an AVX2-only AMD EPYC (Zen 3); 0.71x and 0.67x on an
+AVX-512 one (Zen 4), since the kernel computes its matrix products itself (BENCHMARKS.md, "static").
 
 It computes in float32 and is verified against the reference (the first artifact) with the fp32 tolerance of
 the other candidates (Winograd's rounding error is ~1e-5 of the outputs' scale), at batch 1 and, with a
 dynamic dimension, at batch 2; it is chosen only when it is the fastest verified candidate.
 
-Without ``enable_winograd()`` / ``disable_winograd()`` the candidate is tried **on its own** where it pays
-(:func:`auto_refusal`): a CPU whose widest vectors are AVX2 and a program whose 3 x 3 convolutions that
-F(4 x 4, 3 x 3) takes carry at least ``sampan.jit.winograd.AUTO_MIN_FLOPS`` at batch 1 (resnet18, not the
-course's small networks, which never pay the compile). Elsewhere nothing changes.
+Without ``enable_winograd()`` / ``disable_winograd()`` the candidate is tried **on its own** where it may pay
+(:func:`auto_refusal`): a program whose 3 x 3 convolutions that F(4 x 4, 3 x 3) takes carry at least
+``sampan.jit.winograd.AUTO_MIN_FLOPS`` at batch 1 (resnet18, not the course's small networks, which never pay the
+compile: about 20 s for resnet18 on one core). Only F(4 x 4) is used so.
 """
 from __future__ import annotations
 
@@ -42,16 +42,21 @@ def auto_refusal(config, exported: dict, program: Callable[[], torch.nn.Module])
     """Why the candidate is not tried on its own for ``config`` (left to the default), or None when it is.
 
     ``program`` returns the ``.pt2`` program's module; it is loaded (and its convolutions counted) only when the
-    CPU and the config allow the candidate at all."""
+    config allows the candidate at all. The F(4 x 4) kernel is built (once per machine) only for a program with a
+    convolution it would take."""
     from sampan.jit import winograd as jit_winograd
+    from sampan.utils import cpp_kernels
 
-    reason = refusal(config, exported) or jit_winograd.auto_unavailable()
+    reason = refusal(config, exported)
     if reason:
         return reason
     flops = jit_winograd.f4_flops(program(), batch=1)
     if flops < jit_winograd.AUTO_MIN_FLOPS:
+        # a convolution it would take was counted only where the kernel loaded: else say why it did not
+        unavailable = cpp_kernels.failure(jit_winograd._F4_NAME)
         return (f"its 3x3 convolutions that F(4x4) takes carry {flops / 1e9:.2g} GFLOP at batch 1, under the "
-                f"{jit_winograd.AUTO_MIN_FLOPS / 1e9:.2g} that pays for the compile; Config.enable_winograd() tries it")
+                f"{jit_winograd.AUTO_MIN_FLOPS / 1e9:.2g} that pays for the compile; Config.enable_winograd() tries it"
+                + (f" ({unavailable})" if unavailable else ""))
     return None
 
 

@@ -19,19 +19,22 @@ Results differ from the direct convolution by float rounding only (the transform
 4x fewer than the direct convolution. Its tile transforms, written for inductor like F(2 x 2)'s, make a kernel of
 thousands of lines per convolution that took 9 minutes to compile for resnet18, so they run in a small C++ kernel
 instead (``winograd_f4.cpp``, built once per machine by ``torch.utils.cpp_extension`` on the first use, 10-30
-s; eight channels at a time, AVX2), with the 36 matrix products in one ``torch.bmm``. It needs a C++
+s; eight channels at a time, AVX2). The 36 matrix products run there too, in a register-blocked AVX2 micro-kernel
+on weights packed in panels of 8 output channels: 1.2-1.45x faster than ``torch.bmm`` (MKL) at these thin shapes
+on an AMD EPYC Zen 4, resnet18 at batch 1 27.9 -> 24.1 ms. It needs a C++
 compiler and an AVX2 CPU; where either is missing, or the build fails, :func:`f4_unavailable` says why and
 :func:`rewrite` uses F(2 x 2, 3 x 3) everywhere. Its rounding error is larger (about 3e-5 of the outputs' scale
 per convolution, against 1e-6), still far inside ``to_static``'s check against eager.
 
-**On its own** (``to_static(winograd="auto")``, the default, and the predictor without ``Config.set_backend``):
-on a CPU whose widest vectors are AVX2 (:func:`auto_unavailable` says why not elsewhere), F(4 x 4, 3 x 3) replaces
+**On its own** (``to_static(winograd="auto")``, the default): on a CPU whose widest vectors are AVX2
+(:func:`auto_unavailable` says why not elsewhere), F(4 x 4, 3 x 3) replaces
 the convolutions it takes when they carry at least ``AUTO_MIN_FLOPS`` of work per call (:func:`f4_flops`):
 resnet18 at 224 x 224 has 2.3 GFLOP of them, the course's small networks none. Only F(4 x 4) is used so, never
 F(2 x 2), whose gain was smaller and less sure. On AVX-512 CPUs oneDNN's direct convolutions are faster and the
 gain varied (resnet18 at batch 1 on AMD EPYC Zen 4 instances: 1.79x eager with Winograd against 1.71x without on
 one, 1.76x against 1.35x on another), so ``to_static`` there compiles the F(4 x 4) graph as a second candidate and
-keeps it only when it is timed faster; the predictor tries it only when asked (``Config.enable_winograd()``).
+keeps it only when it is timed faster. The predictor times its F(4 x 4) candidate beside the others on either
+kind of CPU (:mod:`sampan.inference.winograd`).
 """
 from __future__ import annotations
 
@@ -44,14 +47,17 @@ MIN_CHANNELS = 16  # below this, the transforms cost more than the multiplicatio
 # Fewer output tiles per image than this (resnet18's 7 x 7 maps: 16 tiles): the GEMMs get too thin to use the
 # FMA units, and the transformed weights (16 x c x k, 1.8x the 3 x 3 ones) are read from memory for little work
 MIN_TILES = 32
-# F(4 x 4, 3 x 3) takes maps of at least this many 4 x 4 output tiles (resnet18's 56 x 56, 28 x 28 and 14 x 14 stages:
-# 196, 49 and 16) whose channels come in multiples of 8 (the kernel's vector width); others get F(2 x 2)
-MIN_TILES_F4 = 16
+# F(4 x 4, 3 x 3) takes calls of at least this many 4 x 4 output tiles (batch x tiles per map) whose channels come in
+# multiples of 8 (the kernel's vector width); others get F(2 x 2). Each tile is a row of the 36 matrix products,
+# and with fewer rows they are bound by reading the transformed weights (36 x c x k floats, 4x the direct
+# convolution's): resnet18's 7 x 7 maps (4 tiles) at batch 1 ran 1.1x the direct convolution's time with 512
+# channels, at batch 2 (8 tiles) 0.83x, at batch 32 0.56x (AMD EPYC Zen 4, one thread)
+MIN_TILES_F4 = 8
 # "auto" rewrites a graph only when its F(4 x 4) convolutions carry this much work per call (multiply-adds x 2):
 # enough that the kernel's build (once per machine) and a slower first call pay back soon
 AUTO_MIN_FLOPS = 2e8
 _F4_SOURCE = Path(__file__).with_name("winograd_f4.cpp")
-_F4_NAME = "sampan_winograd_f4_v2"  # torch's extension cache rebuilds it when the source changes
+_F4_NAME = "sampan_winograd_f4_v3"  # torch's extension cache rebuilds it when the source changes
 # G of F(4 x 4, 3 x 3) (Lavin & Gray): the filter transform U = G g G^T, [6 x 3]
 _G4 = ((1 / 4, 0.0, 0.0), (-1 / 6, -1 / 6, -1 / 6), (-1 / 6, 1 / 6, -1 / 6), (1 / 24, 1 / 12, 1 / 6),
        (1 / 24, -1 / 12, 1 / 6), (0.0, 0.0, 1.0))
@@ -97,8 +103,8 @@ def auto_unavailable() -> str | None:
     an F(4 x 4) graph beside the plain one instead."""
     capability = torch.backends.cpu.get_cpu_capability()
     if capability != "AVX2":
-        return (f"this CPU's vector instructions are {capability}, where the direct convolution is faster: "
-                f"to_static times F(4x4) beside it; the predictor tries it with Config.enable_winograd()")
+        return (f"this CPU's vector instructions are {capability}, where the direct convolution is sometimes "
+                f"faster: to_static times F(4x4) beside it")
     return None
 
 
@@ -109,7 +115,7 @@ def f4_flops(gm: torch.fx.GraphModule, batch: int | None = None) -> float:
     total = 0.0
     for node in gm.graph.nodes:
         out = _meta(node)
-        if out is None or _eligible(node, only_f4=True) is None:
+        if out is None or _eligible(node, only_f4=True, batch=batch) is None:
             continue
         k, c = _meta(node.args[1]).shape[:2]
         n, _, ho, wo = (_hint(d) for d in out.shape)
@@ -128,7 +134,7 @@ def auto_rewrite(gm: torch.fx.GraphModule) -> int:
 def _f4_shape(x, u, bias, pad):
     """The output's shape and layout (channels last, as the kernel writes it), for tracing."""
     n, _, h, w = x.shape
-    return x.new_empty((n, u.shape[2], h + 2 * pad - 2, w + 2 * pad - 2)).to(memory_format=torch.channels_last)
+    return x.new_empty((n, u.shape[1] * 8, h + 2 * pad - 2, w + 2 * pad - 2)).to(memory_format=torch.channels_last)
 
 
 def conv3x3_f4(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding: int) -> torch.Tensor:
@@ -144,8 +150,13 @@ def conv3x3_f4(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
     if reason is not None:
         raise RuntimeError(f"Winograd F(4x4, 3x3) cannot run here: {reason}. HINT: use conv3x3 (F(2x2, 3x3)).")
     g = torch.tensor(_G4, dtype=weight.dtype, device=weight.device)
-    # U = G g G^T as [36, c, k]; a frozen graph computes it once, from the constant weights
-    u = torch.einsum("ai,kcij,bj->abck", g, weight, g).reshape(36, weight.shape[1], weight.shape[0])
+    # U = G g G^T as [36, c, k], laid out in panels of 8 output channels, [36, k / 8, c, 8], as the kernel's matrix
+    # products read it; a frozen graph computes it once, from the constant weights
+    k, c = weight.shape[:2]
+    if k % 8 or c % 8:
+        raise ValueError(f"conv3x3_f4: channels must be multiples of 8 (the kernel's vector width), got weight of "
+                         f"shape {tuple(weight.shape)}. HINT: use conv3x3 (F(2x2, 3x3)), which takes any channels.")
+    u = torch.einsum("ai,kcij,bj->abck", g, weight, g).reshape(36, c, k // 8, 8).permute(0, 2, 1, 3)
     return torch.ops.sampan_winograd.conv3x3_f4(x, u.contiguous(), bias if bias is not None else weight.new_empty(0),
                                                 padding)
 
@@ -193,9 +204,10 @@ def _meta(node) -> torch.Tensor | None:
     return value if isinstance(value, torch.Tensor) else None
 
 
-def _eligible(node: torch.fx.Node, only_f4: bool = False) -> tuple[int, int] | None:
+def _eligible(node: torch.fx.Node, only_f4: bool = False, batch: int | None = None) -> tuple[int, int] | None:
     """``(padding, m)`` for a conv2d node that Winograd F(m x m, 3 x 3) can take (m = 4 where it pays and its
-    kernel runs here, else 2; with ``only_f4``, None instead of 2), or None."""
+    kernel runs here, else 2; with ``only_f4``, None instead of 2), or None; at ``batch`` if given, else at the
+    traced batch."""
     if node.op != "call_function" or node.target not in _CONV2D or node.kwargs:
         return None
     args = list(node.args) + [None] * (7 - len(node.args))
@@ -210,11 +222,12 @@ def _eligible(node: torch.fx.Node, only_f4: bool = False) -> tuple[int, int] | N
             or pad is None or pad[0] != pad[1] or pad[0] > 2
             or min(wv.shape[0], wv.shape[1]) < MIN_CHANNELS):
         return None
-    h, w = (_hint(size) for size in xv.shape[2:])
-    if h is None or w is None:
+    n, h, w = (_hint(size) for size in (batch or xv.shape[0], *xv.shape[2:]))
+    if n is None or h is None or w is None:
         return None
     _, _, th, tw = _grid(h, w, pad[0], 4)
-    if th * tw >= MIN_TILES_F4 and wv.shape[0] % 8 == 0 and wv.shape[1] % 8 == 0 and f4_unavailable() is None:
+    # a dynamic batch counts at its traced size (2 in the predictor's graph for larger batches)
+    if n * th * tw >= MIN_TILES_F4 and wv.shape[0] % 8 == 0 and wv.shape[1] % 8 == 0 and f4_unavailable() is None:
         return pad[0], 4
     _, _, th, tw = _grid(h, w, pad[0], 2)
     return (pad[0], 2) if th * tw >= MIN_TILES and not only_f4 else None
@@ -238,8 +251,8 @@ def _pair(value, default) -> tuple | None:
 
 
 def rewrite(gm: torch.fx.GraphModule, only_f4: bool = False) -> int:
-    """Replaces every eligible 3 x 3 stride-1 conv2d in a Dynamo graph by :func:`conv3x3_f4` (maps of at least
-    ``MIN_TILES_F4`` tiles of 4 x 4, channels in multiples of 8, where the kernel runs) or :func:`conv3x3`
+    """Replaces every eligible 3 x 3 stride-1 conv2d in a Dynamo graph by :func:`conv3x3_f4` (calls of at least
+    ``MIN_TILES_F4`` tiles of 4 x 4 outputs, batch included, channels in multiples of 8, where the kernel runs) or :func:`conv3x3`
     (F(2 x 2, 3 x 3): maps of at least ``MIN_TILES`` tiles of 2 x 2; not with ``only_f4``).
 
     Returns how many were replaced (0 leaves the graph as it was).

@@ -1,10 +1,13 @@
 // Winograd F(4x4, 3x3) convolution on the CPU for sampan.jit.winograd (built on first use by
 // torch.utils.cpp_extension; see conv3x3_f4 there). Tiles of 6x6 inputs give 4x4 outputs: the input and output
 // tile transforms (additions and small constant products, Lavin & Gray's B^T and A^T) run here, eight channels at
-// a time so that the compiler vectorises them (AVX2); the 36 matrix products in between are one at::bmm.
+// a time so that the compiler vectorises them (AVX2), and so do the 36 matrix products in between (an AVX2
+// micro-kernel on weights packed in panels of 8 output channels: 1.2-1.45x faster than at::bmm at these thin
+// shapes on an AMD EPYC Zen 4, whose MKL takes its AVX2 path).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 #include <ATen/Parallel.h>
+#include <immintrin.h>
 
 #include <algorithm>
 
@@ -35,7 +38,70 @@ inline void at_rows(const float* m0, const float* m1, const float* m2, const flo
     o[3][c] = d12 + 8.f * d34 + m5[c];
   }
 }
+
+// out[MR x 8*NV] = a[MR x C] (rows lda apart) * the NV panels of b (panel v at b + v * C * 8, row k at k * 8):
+// MR x NV accumulators stay in registers (6 x 2 = 12 of the 16 AVX2 registers) while k runs over C
+template <int MR, int NV>
+inline void micro(const float* __restrict a, int64_t lda, const float* __restrict b, int64_t C,
+                  float* __restrict out, int64_t ldo) {
+  __m256 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < C; ++k) {
+    __m256 bk[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) bk[v] = _mm256_loadu_ps(b + v * C * CB + k * CB);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m256 ar = _mm256_broadcast_ss(a + r * lda + k);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bk[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(out + r * ldo + v * CB, acc[r][v]);
+}
+
+constexpr int ROWS = 6;  // tiles (rows) per micro-kernel call
+
+template <int NV>
+inline void gemm_rows(int64_t T, const float* a, int64_t C, const float* b, float* out, int64_t K) {
+  int64_t t = 0;
+  for (; t + ROWS <= T; t += ROWS) micro<ROWS, NV>(a + t * C, C, b, C, out + t * K, K);
+  switch (T - t) {
+    case 1: micro<1, NV>(a + t * C, C, b, C, out + t * K, K); break;
+    case 2: micro<2, NV>(a + t * C, C, b, C, out + t * K, K); break;
+    case 3: micro<3, NV>(a + t * C, C, b, C, out + t * K, K); break;
+    case 4: micro<4, NV>(a + t * C, C, b, C, out + t * K, K); break;
+    case 5: micro<5, NV>(a + t * C, C, b, C, out + t * K, K); break;
+    default: break;
+  }
+}
 }  // namespace
+
+// v: [36, T, C], u: [36, K / 8, C, 8] (panels of 8 output channels) -> m: [36, T, K] with m[e] = v[e] u[e]
+at::Tensor products(const at::Tensor& v, const at::Tensor& u) {
+  const int64_t T = v.size(1), C = v.size(2), K = u.size(1) * CB;
+  auto m = at::empty({36, T, K}, v.options());
+  const float* vp = v.data_ptr<float>();
+  const float* up = u.data_ptr<float>();
+  float* mp = m.data_ptr<float>();
+  at::parallel_for(0, 36, 1, [&](int64_t e0, int64_t e1) {
+    for (int64_t e = e0; e < e1; ++e) {
+      const float* a = vp + e * T * C;
+      const float* ue = up + e * K * C;
+      float* out = mp + e * T * K;
+      int64_t j = 0;  // two panels (16 output channels) at a time: each panel's C x 8 floats stay in L1 for all rows
+      for (; j + 2 * CB <= K; j += 2 * CB) gemm_rows<2>(T, a, C, ue + j * C, out + j, K);
+      if (j < K) gemm_rows<1>(T, a, C, ue + j * C, out + j, K);
+    }
+  });
+  return m;
+}
 
 // x: [N, H, W, C] contiguous, C % 8 == 0 -> V: [36, t1 - t0, C] for tiles t0..t1 of the N*th*tw
 at::Tensor input_transform(const at::Tensor& x, int64_t pad, int64_t th, int64_t tw, int64_t t0, int64_t t1) {
@@ -106,31 +172,32 @@ void output_transform(const at::Tensor& m, const at::Tensor& bias, at::Tensor& y
   });
 }
 
-// x: [N, C, H, W] (any strides), u: [36, C, K] (G g G^T), bias: [K] or empty -> [N, K, Ho, Wo] channels-last
+// x: [N, C, H, W] (any strides), u: [36, K / 8, C, 8] (G g G^T in panels of 8 output channels), bias: [K] or empty -> [N, K, Ho, Wo] channels-last
 at::Tensor conv3x3_f4(const at::Tensor& x, const at::Tensor& u, const at::Tensor& bias, int64_t pad) {
   TORCH_CHECK(x.dim() == 4 && x.scalar_type() == at::kFloat && x.device().is_cpu(),
               "conv3x3_f4: x must be a float32 CPU tensor [N, C, H, W], got ", x.sizes(), " ", x.scalar_type());
-  TORCH_CHECK(u.dim() == 3 && u.size(0) == 36 && u.size(1) == x.size(1) && u.scalar_type() == at::kFloat,
-              "conv3x3_f4: u must be the transformed weights [36, C, K] with C = ", x.size(1), ", got ", u.sizes());
-  TORCH_CHECK(x.size(1) % 8 == 0 && u.size(2) % 8 == 0, "conv3x3_f4: channels must be multiples of 8, got C = ",
-              x.size(1), ", K = ", u.size(2));
-  TORCH_CHECK(bias.numel() == 0 || bias.numel() == u.size(2), "conv3x3_f4: bias must be empty or [K]");
+  TORCH_CHECK(x.size(1) % 8 == 0, "conv3x3_f4: channels must be multiples of 8, got C = ", x.size(1));
+  TORCH_CHECK(u.dim() == 4 && u.size(0) == 36 && u.size(2) == x.size(1) && u.size(3) == CB &&
+                  u.scalar_type() == at::kFloat,
+              "conv3x3_f4: u must be the transformed weights in panels [36, K / 8, C, 8] with C = ", x.size(1),
+              ", got ", u.sizes());
+  TORCH_CHECK(bias.numel() == 0 || bias.numel() == u.size(1) * CB, "conv3x3_f4: bias must be empty or [K]");
   TORCH_CHECK(pad >= 0 && pad <= 2 && x.size(2) + 2 * pad >= 3 && x.size(3) + 2 * pad >= 3,
               "conv3x3_f4: padding must be 0, 1 or 2 and leave at least a 3x3 input, got ", pad);
-  const int64_t N = x.size(0), H = x.size(2), W = x.size(3), K = u.size(2);
+  const int64_t N = x.size(0), H = x.size(2), W = x.size(3), K = u.size(1) * CB;
   const int64_t Ho = H + 2 * pad - 2, Wo = W + 2 * pad - 2, th = (Ho + 3) / 4, tw = (Wo + 3) / 4;
   auto xn = x.permute({0, 2, 3, 1}).contiguous();
   auto uc = u.contiguous();
   auto b = bias.to(at::kFloat).contiguous();
   auto y = at::empty({N, Ho, Wo, K}, x.options());
   // Blocks of tiles whose transformed inputs and products (36 x tiles x channels floats each) stay in cache
-  // (about 1 MB), but at least 64 tiles so that the matrix products keep the FMA units busy
+  // (about 1 MB), but at least 64 tiles so that each panel of weights serves many rows
   const int64_t T = N * th * tw, C = x.size(1);
   const int64_t per_tile = 36 * std::max(C, K) * int64_t{sizeof(float)};
   const int64_t block = std::max<int64_t>(64, (int64_t{1} << 20) / per_tile);
   for (int64_t t0 = 0; t0 < T; t0 += block) {
     const int64_t t1 = std::min(T, t0 + block);
-    auto m = at::bmm(input_transform(xn, pad, th, tw, t0, t1), uc);
+    auto m = products(input_transform(xn, pad, th, tw, t0, t1), uc);
     output_transform(m, b, y, th, tw, t0);
   }
   return y.permute({0, 3, 1, 2});

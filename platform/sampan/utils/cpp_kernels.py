@@ -37,6 +37,12 @@ def load(name: str, source: Path, op: str, what: str, fake: Callable | None = No
     return _STATE[name]
 
 
+def failure(name: str) -> str | None:
+    """Why an earlier :func:`load` of ``name`` in this process failed; None when it loaded or was not tried (this
+    builds nothing)."""
+    return _STATE.get(name)
+
+
 def _load(name: str, source: Path, op: str, what: str, fake: Callable | None) -> str | None:
     capability = torch.backends.cpu.get_cpu_capability()
     if capability not in ("AVX2", "AVX512"):

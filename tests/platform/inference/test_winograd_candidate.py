@@ -108,7 +108,7 @@ class _HeavyNet(nn.Module):
         return self.head(self.body(torch.relu(self.stem(x))).mean((2, 3)))
 
 
-def test_without_being_asked_it_is_tried_on_an_avx2_cpu_for_heavy_convolutions_only(tmp_path, monkeypatch,
+def test_without_being_asked_it_is_tried_for_heavy_convolutions_only(tmp_path, monkeypatch,
                                                                                     exported_convnet):
     torch.manual_seed(0)
     net = _HeavyNet().eval()
@@ -140,5 +140,5 @@ def test_without_being_asked_it_is_tried_on_an_avx2_cpu_for_heavy_convolutions_o
     assert "GFLOP at batch 1" in reason and "enable_winograd" in reason
     assert winograd.NAME not in names(light)[0]
 
-    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
-    assert names(Config(prefix))[0] == {"pt2", "onnxruntime"}
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")  # AVX-512 CPUs too
+    assert winograd.NAME in names(Config(prefix))[0]

@@ -46,11 +46,13 @@ def test_the_f4_kernel_refuses_what_it_cannot_take_by_name():
     assert winograd.f4_unavailable() is None
     op = torch.ops.sampan_winograd.conv3x3_f4
     with pytest.raises(RuntimeError, match="multiples of 8.*C = 12"):
-        op(torch.randn(1, 12, 8, 8), torch.randn(36, 12, 16), torch.empty(0), 1)
-    with pytest.raises(RuntimeError, match=r"u must be the transformed weights \[36, C, K\]"):
-        op(torch.randn(1, 16, 8, 8), torch.randn(16, 16, 3, 3), torch.empty(0), 1)
+        op(torch.randn(1, 12, 8, 8), torch.randn(36, 2, 12, 8), torch.empty(0), 1)
+    with pytest.raises(RuntimeError, match=r"u must be the transformed weights in panels \[36, K / 8, C, 8\]"):
+        op(torch.randn(1, 16, 8, 8), torch.randn(36, 16, 16), torch.empty(0), 1)
     with pytest.raises(RuntimeError, match="float32"):
-        op(torch.randn(1, 16, 8, 8, dtype=torch.float64), torch.randn(36, 16, 16), torch.empty(0), 1)
+        op(torch.randn(1, 16, 8, 8, dtype=torch.float64), torch.randn(36, 2, 16, 8), torch.empty(0), 1)
+    with pytest.raises(ValueError, match=r"multiples of 8.*\(20, 16, 3, 3\).*HINT: use conv3x3"):
+        conv3x3_f4(torch.randn(1, 16, 8, 8), torch.randn(20, 16, 3, 3), None, 1)
 
 
 def test_without_the_f4_kernel_every_convolution_gets_f2_and_conv3x3_f4_says_why(monkeypatch):
@@ -117,8 +119,8 @@ def test_rewrite_takes_only_3x3_stride_1_convolutions_with_enough_channels_and_t
         out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
         torch.testing.assert_close(out, net(x), rtol=1e-4, atol=1e-5)
         torch._dynamo.reset()
-        torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(torch.randn(2, 3, 8, 8))
-    assert counts == [1, 0]   # 16 x 16: `body` only; 8 x 8: 16 tiles of 2 x 2 outputs, too few
+        torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(torch.randn(1, 3, 8, 8))
+    assert counts == [1, 0]   # 16 x 16: `body` only; 8 x 8 at batch 1: 4 tiles of 4 x 4, 16 of 2 x 2, too few
 
 
 class _Wide(nn.Module):
@@ -130,16 +132,16 @@ class _Wide(nn.Module):
         return torch.relu(self.conv(x))
 
 
-@pytest.mark.parametrize("channels,size,expected", [(16, 16, "f4"),    # 4 x 4 tiles of 4 x 4: F(4x4)
-                                                    (20, 16, "f2"),    # 20 channels: not multiples of 8
-                                                    (16, 12, "f2"),    # 3 x 3 tiles of 4 x 4, 36 of 2 x 2
-                                                    (16, 8, None)])    # too few tiles for either
-def test_rewrite_puts_f4_where_its_kernel_pays_else_f2(channels, size, expected):
+@pytest.mark.parametrize("channels,size,batch,expected", [(16, 16, 1, "f4"),    # 4 x 4 tiles of 4 x 4: F(4x4)
+                                                          (20, 16, 1, "f2"),    # 20 channels: not multiples of 8
+                                                          (16, 8, 1, None),     # 2 x 2 tiles of 4 x 4, 16 of 2 x 2
+                                                          (16, 8, 2, "f4")])    # 8 tiles of 4 x 4 in the call
+def test_rewrite_puts_f4_where_its_kernel_pays_else_f2(channels, size, batch, expected):
     assert winograd.f4_unavailable() is None
     torch.manual_seed(0)
     net = _Wide(channels).eval()
     targets, backend = _targets_backend()
-    x = torch.randn(2, channels, size, size)
+    x = torch.randn(batch, channels, size, size)
     with torch.no_grad():
         out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
         torch.testing.assert_close(out, net(x), rtol=1e-4, atol=1e-4)
@@ -243,9 +245,9 @@ def test_auto_rewrite_takes_f4_convolutions_only_when_they_are_heavy_enough():
             out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
             torch.testing.assert_close(out, net(x), rtol=1e-4, atol=1e-4)
         torch._dynamo.reset()
-        torch.compile(_Wide(16).eval(), backend=backend, fullgraph=True, dynamic=False)(torch.randn(2, 16, 12, 12))
+        torch.compile(_Wide(20).eval(), backend=backend, fullgraph=True, dynamic=False)(torch.randn(2, 20, 12, 12))
     per_image = 2 * (2 * 64 * 64 * 9 * 32 * 32)
-    assert flops == [per_image, 2 * per_image, 0.0]   # 12 x 12 maps: F(2x2) only, which "auto" never uses
+    assert flops == [per_image, 2 * per_image, 0.0]   # 20 channels: F(2x2) only, which "auto" never uses
     assert counts == [0, 2, 0]
     assert per_image < winograd.AUTO_MIN_FLOPS <= 2 * per_image
 

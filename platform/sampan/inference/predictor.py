@@ -1,6 +1,7 @@
 """``create_predictor(config) -> Predictor``: serve an exported model from NumPy arrays."""
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -163,11 +164,15 @@ class Predictor:
                 self.rejected[name] = f"disagrees with {first} by {max_abs_diff(outputs[name], reference):.3g}"
                 warnings.warn(f"Predictor: the {name} backend disagrees with the others; not using it.", RuntimeWarning)
                 del loaded[name]
-        if bf16.NAME in extra:
-            self._try_bf16(loaded, sample, reference, first)
-        if winograd.NAME in extra:
-            self._try_winograd(loaded, sample, reference, first, only_f4=not self.config.winograd_enabled())
-        self.timings = _time_each(loaded, sample)
+        with _compile_progress(extra) as step:
+            if bf16.NAME in extra:
+                step(bf16.NAME)
+                self._try_bf16(loaded, sample, reference, first)
+            if winograd.NAME in extra:
+                step(winograd.NAME)
+                self._try_winograd(loaded, sample, reference, first, only_f4=not self.config.winograd_enabled())
+            step(None)
+            self.timings = _time_each(loaded, sample)
         best = min(self.timings, key=self.timings.get)
         self._record(names, self.timings, best, "fastest of the verified backends")
         return best, loaded[best]
@@ -336,6 +341,32 @@ def _as_array(value: Any, index: int, spec: InputSpec) -> np.ndarray:
         return value.detach().cpu().numpy()
     raise TypeError(bad_argument(f"inputs[{index}]", value, f"a numpy array for input {spec.name!r} "
                                  f"({spec.to_list()} {spec.dtype})", f"use np.asarray(x, dtype='{spec.dtype}')"))
+
+
+@contextlib.contextmanager
+def _compile_progress(names: list[str]):
+    """A tqdm.auto bar (a widget in a notebook, text elsewhere) over the candidates compiled now, ``names``, then
+    the timing; none when nothing is compiled (the common case takes well under a second). It is removed when done.
+    Yields ``step(name)``: the candidate compiled next, or None for the timing."""
+    if not names:
+        yield lambda name: None
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(names) + 1, desc="create_predictor", unit="step", leave=False)
+    started = []
+
+    def step(name: str | None) -> None:
+        if started:
+            bar.update(1)
+        started.append(name)
+        bar.set_description(f"create_predictor: compiling {name}" if name else "create_predictor: timing the candidates")
+
+    try:
+        yield step
+        bar.update(1)
+    finally:
+        bar.close()
 
 
 def _time_each(runners: dict[str, Callable], sample: list[np.ndarray], repeat: int = 7) -> dict[str, float]:

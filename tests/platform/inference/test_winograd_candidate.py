@@ -42,11 +42,16 @@ def exported_convnet(tmp_path_factory):
     return net, prefix
 
 
-def test_winograd_candidate_is_verified_timed_and_chosen_only_when_fastest(exported_convnet):
+def test_winograd_candidate_is_verified_timed_and_chosen_only_when_fastest(exported_convnet, capfd):
     net, prefix = exported_convnet
     config = _config(prefix)
     assert "winograd: on" in config.summary()
     predictor = create_predictor(config)
+    shown = capfd.readouterr().err  # a progress bar while the candidate compiles (tens of seconds for resnet18)
+    assert f"create_predictor: compiling {winograd.NAME}" in shown and "create_predictor: timing the candidates" in shown
+    config.disable_winograd()
+    create_predictor(config)
+    assert "create_predictor" not in capfd.readouterr().err  # nothing compiled: no bar
     assert set(predictor.timings) == {"pt2", "onnxruntime", winograd.NAME} and not predictor.rejected
     assert predictor.backend == min(predictor.timings, key=predictor.timings.get)
     candidate = next(c for c in predictor.candidates if c.name == winograd.NAME)

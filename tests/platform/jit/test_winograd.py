@@ -25,8 +25,11 @@ def test_winograd_convolution_matches_the_direct_one(shape, padding):
                                atol=1e-4 * float(ref.abs().max()))
 
 
+# tiles per call (rows of the kernel's matrix products, 6 at a time): 12, 4, 12, 1, 9, 8 and 196 (blocks of 113 and 83);
+# 40 output channels: two panels of 16 and one of 8
 @pytest.mark.parametrize("shape,padding", [((2, 16, 9, 7), 1), ((1, 32, 8, 8), 0), ((3, 16, 5, 6), 2),
-                                           ((1, 24, 1, 1), 1), ((1, 64, 56, 56), 1)])
+                                           ((1, 24, 1, 1), 1), ((1, 16, 10, 10), 1), ((2, 16, 8, 8), 1),
+                                           ((1, 64, 56, 56), 1)])
 def test_winograd_f4_kernel_matches_the_direct_convolution(shape, padding):
     assert winograd.f4_unavailable() is None  # this project's machines have AVX2 and g++ (as the C++ lesson needs)
     g = torch.Generator().manual_seed(1)

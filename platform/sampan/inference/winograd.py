@@ -5,7 +5,7 @@ The :class:`~sampan.inference.Predictor` may also consider ``inductor-winograd``
 stride-1 convolutions replaced by :mod:`sampan.jit.winograd` (F(4 x 4, 3 x 3) in a C++ kernel built on first use,
 else F(2 x 2, 3 x 3) with ``Config.enable_winograd()``). Fewer multiplications is the one way left to beat ONNX
 Runtime on a CPU whose direct convolutions already run at the FMA units' peak. resnet18, one thread: 0.77x ONNX
-Runtime's latency at batch 1 and 0.66x at batch 32 on an AVX2-only AMD EPYC (Zen 3); 0.71x and 0.67x on an
+Runtime's latency at batch 1 and 0.66x at batch 32 on an AVX2-only AMD EPYC (Zen 3); 0.72x and 0.68x on an
 AVX-512 one (Zen 4), since the kernel computes its matrix products itself (BENCHMARKS.md, "static").
 
 It computes in float32 and is verified against the reference (the first artifact) with the fp32 tolerance of
@@ -45,7 +45,6 @@ def auto_refusal(config, exported: dict, program: Callable[[], torch.nn.Module])
     config allows the candidate at all. The F(4 x 4) kernel is built (once per machine) only for a program with a
     convolution it would take."""
     from sampan.jit import winograd as jit_winograd
-    from sampan.utils import cpp_kernels
 
     reason = refusal(config, exported)
     if reason:
@@ -53,7 +52,7 @@ def auto_refusal(config, exported: dict, program: Callable[[], torch.nn.Module])
     flops = jit_winograd.f4_flops(program(), batch=1)
     if flops < jit_winograd.AUTO_MIN_FLOPS:
         # a convolution it would take was counted only where the kernel loaded: else say why it did not
-        unavailable = cpp_kernels.failure(jit_winograd._F4_NAME)
+        unavailable = jit_winograd.f4_failed()
         return (f"its 3x3 convolutions that F(4x4) takes carry {flops / 1e9:.2g} GFLOP at batch 1, under the "
                 f"{jit_winograd.AUTO_MIN_FLOPS / 1e9:.2g} that pays for the compile; Config.enable_winograd() tries it"
                 + (f" ({unavailable})" if unavailable else ""))

@@ -97,6 +97,14 @@ def f4_unavailable() -> str | None:
     return cpp_kernels.load(_F4_NAME, _F4_SOURCE, "sampan_winograd::conv3x3_f4", "the F(4x4) kernel", _f4_shape)
 
 
+def f4_failed() -> str | None:
+    """Why the F(4 x 4) kernel failed to load in this process; None when it loaded or was not tried yet (unlike
+    :func:`f4_unavailable`, this builds nothing)."""
+    from sampan.utils import cpp_kernels
+
+    return cpp_kernels.failure(_F4_NAME)
+
+
 def auto_unavailable() -> str | None:
     """Why ``winograd="auto"`` does not put F(4 x 4, 3 x 3) into the one frozen graph on this CPU, or None where
     it does (CPUs whose widest vectors are AVX2, such as the AMD EPYC Zen 2 / 3). On AVX-512 ``to_static`` times
@@ -252,8 +260,8 @@ def _pair(value, default) -> tuple | None:
 
 def rewrite(gm: torch.fx.GraphModule, only_f4: bool = False) -> int:
     """Replaces every eligible 3 x 3 stride-1 conv2d in a Dynamo graph by :func:`conv3x3_f4` (calls of at least
-    ``MIN_TILES_F4`` tiles of 4 x 4 outputs, batch included, channels in multiples of 8, where the kernel runs) or :func:`conv3x3`
-    (F(2 x 2, 3 x 3): maps of at least ``MIN_TILES`` tiles of 2 x 2; not with ``only_f4``).
+    ``MIN_TILES_F4`` tiles of 4 x 4 outputs, batch included, channels in multiples of 8, where the kernel runs) or
+    :func:`conv3x3` (F(2 x 2, 3 x 3): maps of at least ``MIN_TILES`` tiles of 2 x 2; not with ``only_f4``).
 
     Returns how many were replaced (0 leaves the graph as it was).
     """
@@ -277,5 +285,5 @@ def rewrite(gm: torch.fx.GraphModule, only_f4: bool = False) -> int:
     return count
 
 
-__all__ = ["conv3x3", "conv3x3_f4", "f4_unavailable", "rewrite", "auto_rewrite", "auto_unavailable", "f4_flops",
+__all__ = ["conv3x3", "conv3x3_f4", "f4_unavailable", "f4_failed", "rewrite", "auto_rewrite", "auto_unavailable", "f4_flops",
            "MIN_CHANNELS", "MIN_TILES", "MIN_TILES_F4", "AUTO_MIN_FLOPS"]

@@ -172,7 +172,8 @@ void output_transform(const at::Tensor& m, const at::Tensor& bias, at::Tensor& y
   });
 }
 
-// x: [N, C, H, W] (any strides), u: [36, K / 8, C, 8] (G g G^T in panels of 8 output channels), bias: [K] or empty -> [N, K, Ho, Wo] channels-last
+// x: [N, C, H, W] (any strides), u: [36, K / 8, C, 8] (G g G^T in panels of 8 output channels), bias: [K] or
+// empty -> [N, K, Ho, Wo] channels-last
 at::Tensor conv3x3_f4(const at::Tensor& x, const at::Tensor& u, const at::Tensor& bias, int64_t pad) {
   TORCH_CHECK(x.dim() == 4 && x.scalar_type() == at::kFloat && x.device().is_cpu(),
               "conv3x3_f4: x must be a float32 CPU tensor [N, C, H, W], got ", x.sizes(), " ", x.scalar_type());

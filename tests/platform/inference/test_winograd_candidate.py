@@ -10,6 +10,8 @@ from torch import nn
 import sampan
 from sampan import InputSpec
 from sampan.inference import Config, create_predictor, winograd
+from sampan.jit import winograd as jit_winograd
+from sampan.utils import cpp_kernels
 
 
 class _ConvNet(nn.Module):
@@ -144,6 +146,11 @@ def test_without_being_asked_it_is_tried_for_heavy_convolutions_only(tmp_path, m
     reason = winograd.auto_refusal(light, {"pt2": {}}, lambda: torch.export.load(f"{exported_convnet[1]}.pt2").module())
     assert "GFLOP at batch 1" in reason and "enable_winograd" in reason
     assert winograd.NAME not in names(light)[0]
+    # where the kernel could not be built, the heavy network is left alone too, and the reason says why
+    with monkeypatch.context() as patch:
+        patch.setitem(cpp_kernels._STATE, jit_winograd._F4_NAME, "no C++ compiler ('c++' is not on PATH)")
+        reason = winograd.auto_refusal(Config(prefix), {"pt2": {}}, lambda: torch.export.load(f"{prefix}.pt2").module())
+    assert "carry 0 GFLOP" in reason and reason.endswith("(no C++ compiler ('c++' is not on PATH))")
 
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")  # AVX-512 CPUs too
     assert winograd.NAME in names(Config(prefix))[0]

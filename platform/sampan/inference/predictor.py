@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -28,10 +29,12 @@ class Candidate:
     chosen: bool = False
     reason: str = ""
     precision: str = "fp32"
+    compile_s: float | None = None  # seconds spent compiling and checking it (the candidates built from the .pt2)
 
     def __str__(self) -> str:
         latency = f"{self.latency_s * 1e3:.3g} ms" if self.latency_s is not None else "not timed"
-        return f"{'*' if self.chosen else ' '} {self.name:<17} {self.precision:<5} {latency:>12}  {self.reason}"
+        built = f"; compiled in {self.compile_s:.1f} s" if self.compile_s is not None else ""
+        return f"{'*' if self.chosen else ' '} {self.name:<17} {self.precision:<5} {latency:>12}  {self.reason}{built}"
 
 
 class _TorchBackend:
@@ -113,6 +116,8 @@ class Predictor:
             CPU without native bf16, on a GPU, or with a backend set), with the reason.
         candidates: every :class:`Candidate` considered, with its latency and the reason it was
             (``chosen``) or was not chosen; :meth:`report` prints them.
+        compile_seconds: seconds spent compiling and checking each candidate built from the ``.pt2`` program
+            (``inductor-bf16``, ``inductor-winograd``), whether it was kept or not.
     """
 
     def __init__(self, config: Config):
@@ -126,6 +131,7 @@ class Predictor:
         self.rejected: dict[str, str] = {}
         self.candidates: list[Candidate] = []
         self.bf16_error: float | None = None
+        self.compile_seconds: dict[str, float] = {}
         if config.use_gpu() and not torch.cuda.is_available():
             raise ValueError("Config.enable_use_gpu() was called but no CUDA device is available. "
                              "HINT: call config.disable_gpu() to run on the CPU.")
@@ -166,11 +172,12 @@ class Predictor:
                 del loaded[name]
         with _compile_progress(extra) as step:
             if bf16.NAME in extra:
-                step(bf16.NAME)
-                self._try_bf16(loaded, sample, reference, first)
+                with step(bf16.NAME):
+                    self._try_bf16(loaded, sample, reference, first)
             if winograd.NAME in extra:
-                step(winograd.NAME)
-                self._try_winograd(loaded, sample, reference, first, only_f4=not self.config.winograd_enabled())
+                with step(winograd.NAME):
+                    self._try_winograd(loaded, sample, reference, first, only_f4=not self.config.winograd_enabled())
+            self.compile_seconds = step.seconds
             step(None)
             self.timings = _time_each(loaded, sample)
         best = min(self.timings, key=self.timings.get)
@@ -266,7 +273,8 @@ class Predictor:
             if name == bf16.NAME and name in timings:
                 reason += (f" (bf16 vs fp32: max relative error {self.bf16_error:.2g} <= "
                            f"{self.config.bf16_max_rel_error:.2g})")
-            self.candidates.append(Candidate(name, timings.get(name), name == best, reason, _precision(name)))
+            self.candidates.append(Candidate(name, timings.get(name), name == best, reason, _precision(name),
+                                             self.compile_seconds.get(name)))
 
     def report(self) -> str:
         """Each candidate backend, its latency at batch 1 and why it was or was not chosen.
@@ -343,27 +351,43 @@ def _as_array(value: Any, index: int, spec: InputSpec) -> np.ndarray:
                                  f"({spec.to_list()} {spec.dtype})", f"use np.asarray(x, dtype='{spec.dtype}')"))
 
 
+class _Steps:
+    """``step(name)`` starts the next step of :func:`_compile_progress` (the candidate compiled next, or None for
+    the timing); used as a context manager it also adds the step's seconds to ``seconds[name]``."""
+
+    def __init__(self, bar):
+        self.bar, self.started, self.seconds = bar, 0, {}
+
+    def __call__(self, name: str | None) -> "_Steps":
+        if self.bar is not None:
+            if self.started:
+                self.bar.update(1)
+            self.bar.set_description(f"create_predictor: compiling {name}" if name
+                                     else "create_predictor: timing the candidates")
+        self.started += 1
+        self._name, self._t0 = name, time.perf_counter()
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> None:
+        self.seconds[self._name] = time.perf_counter() - self._t0
+
+
 @contextlib.contextmanager
 def _compile_progress(names: list[str]):
     """A tqdm.auto bar (a widget in a notebook, text elsewhere) over the candidates compiled now, ``names``, then
     the timing; none when nothing is compiled (the common case takes well under a second). It is removed when done.
-    Yields ``step(name)``: the candidate compiled next, or None for the timing."""
+    Yields a :class:`_Steps`."""
     if not names:
-        yield lambda name: None
+        yield _Steps(None)
         return
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(names) + 1, desc="create_predictor", unit="step", leave=False)
-    started = []
-
-    def step(name: str | None) -> None:
-        if started:
-            bar.update(1)
-        started.append(name)
-        bar.set_description(f"create_predictor: compiling {name}" if name else "create_predictor: timing the candidates")
-
     try:
-        yield step
+        yield _Steps(bar)
         bar.update(1)
     finally:
         bar.close()

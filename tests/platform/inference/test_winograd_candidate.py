@@ -52,7 +52,7 @@ def test_winograd_candidate_is_verified_timed_and_chosen_only_when_fastest(expor
     shown = capfd.readouterr().err  # a progress bar while the candidate compiles (tens of seconds for resnet18)
     assert f"create_predictor: compiling {winograd.NAME}" in shown and "create_predictor: timing the candidates" in shown
     config.disable_winograd()
-    create_predictor(config)
+    assert create_predictor(config).compile_seconds == {}
     assert "create_predictor" not in capfd.readouterr().err  # nothing compiled: no bar
     assert set(predictor.timings) == {"pt2", "onnxruntime", winograd.NAME} and not predictor.rejected
     assert predictor.backend == min(predictor.timings, key=predictor.timings.get)
@@ -61,6 +61,10 @@ def test_winograd_candidate_is_verified_timed_and_chosen_only_when_fastest(expor
     assert candidate.reason == ("fastest of the verified backends" if candidate.chosen
                                 else f"slower than {predictor.backend}")
     assert f"{winograd.NAME} fp32" in predictor.report()
+    # what it cost to build: in the report, beside the candidate (the others are not compiled)
+    assert candidate.compile_s == predictor.compile_seconds[winograd.NAME] > 0
+    assert f"; compiled in {candidate.compile_s:.1f} s" in predictor.report() and set(predictor.compile_seconds) == {
+        winograd.NAME}
     x = np.random.default_rng(5).standard_normal((3, 3, 32, 32)).astype("float32")  # another batch size
     (logits,) = predictor.run([x])
     np.testing.assert_allclose(logits, net(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -45,12 +45,45 @@ def test_winograd_f4_kernel_matches_the_direct_convolution(shape, padding):
         assert (got.double() - expected).abs().max() <= 1e-4 * max(1.0, float(expected.abs().max()))
 
 
+# tiles per call 1-13 and 16 (the AVX-512 micro-kernel takes 12 rows at a time, so every tail of 1-11 rows); 48 output
+# channels: one pair of 16-channel panels and one panel alone
+@pytest.mark.parametrize("shape", [(1, 16, 4, 4), (1, 16, 8, 4), (1, 16, 12, 4), (1, 16, 8, 8), (1, 16, 20, 4),
+                                   (2, 16, 12, 4), (1, 16, 28, 4), (2, 16, 16, 4), (3, 16, 12, 4), (1, 16, 20, 8),
+                                   (1, 16, 44, 4), (4, 16, 12, 4), (1, 16, 52, 4), (1, 32, 16, 16)])
+def test_the_f4_kernel_gives_the_same_result_from_panels_of_8_and_of_16(shape):
+    assert winograd.f4_unavailable() is None
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(*shape, generator=g)
+    w = torch.randn(48, shape[1], 3, 3, generator=g) / (9 * shape[1]) ** 0.5
+    b = torch.randn(48, generator=g)
+    op = torch.ops.sampan_winograd.conv3x3_f4
+    ref = F.conv2d(x.double(), w.double(), b.double(), padding=1)
+    by8 = op(x, winograd.f4_weights(w, 8), b, 1)
+    assert (by8.double() - ref).abs().max() <= 1e-4 * float(ref.abs().max())
+    if torch.cpu._is_avx512_supported():  # what the kernel checks: the CPU itself, not ATEN_CPU_CAPABILITY
+        by16 = op(x, winograd.f4_weights(w, 16), b, 1)
+        assert (by16.double() - ref).abs().max() <= 1e-4 * float(ref.abs().max())
+        torch.testing.assert_close(by16, by8, rtol=1e-5, atol=1e-5 * float(ref.abs().max()))
+    else:  # the 16-channel micro-kernel is AVX-512 code: refused by name where the CPU lacks it
+        with pytest.raises(RuntimeError, match="panels of 16 output channels need an AVX-512 CPU"):
+            op(x, winograd.f4_weights(w, 16), b, 1)
+
+
+def test_f4_panels_are_16_channels_on_avx512_cpus_when_the_channels_allow(monkeypatch):
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    assert (winograd.f4_panel(64), winograd.f4_panel(48), winograd.f4_panel(40)) == (16, 16, 8)
+    assert winograd.f4_weights(torch.randn(48, 8, 3, 3), 16).shape == (36, 3, 8, 16)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    assert winograd.f4_panel(64) == 8
+    assert winograd.f4_weights(torch.randn(48, 8, 3, 3), 8).shape == (36, 6, 8, 8)
+
+
 def test_the_f4_kernel_refuses_what_it_cannot_take_by_name():
     assert winograd.f4_unavailable() is None
     op = torch.ops.sampan_winograd.conv3x3_f4
     with pytest.raises(RuntimeError, match="multiples of 8.*C = 12"):
         op(torch.randn(1, 12, 8, 8), torch.randn(36, 2, 12, 8), torch.empty(0), 1)
-    with pytest.raises(RuntimeError, match=r"u must be the transformed weights in panels \[36, K / 8, C, 8\]"):
+    with pytest.raises(RuntimeError, match=r"u must be the transformed weights in panels \[36, K / P, C, P\]"):
         op(torch.randn(1, 16, 8, 8), torch.randn(36, 16, 16), torch.empty(0), 1)
     with pytest.raises(RuntimeError, match="float32"):
         op(torch.randn(1, 16, 8, 8, dtype=torch.float64), torch.randn(36, 2, 16, 8), torch.empty(0), 1)

@@ -164,6 +164,9 @@ def conv3x3_f4(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
     if k % 8 or c % 8:
         raise ValueError(f"conv3x3_f4: channels must be multiples of 8 (the kernel's vector width), got weight of "
                          f"shape {tuple(weight.shape)}. HINT: use conv3x3 (F(2x2, 3x3)), which takes any channels.")
+    # channels last, as the kernel reads it: in a compiled graph the producer (a max pool, say) then writes that layout
+    # itself instead of a copy being made here (resnet18 at batch 1: 0.16 ms of copy gone, the max pool 0.08 ms faster)
+    x = x.contiguous(memory_format=torch.channels_last)
     # a frozen graph computes the transformed weights once, from the constant weights
     return torch.ops.sampan_winograd.conv3x3_f4(x, f4_weights(weight, f4_panel(k)),
                                                 bias if bias is not None else weight.new_empty(0), padding)

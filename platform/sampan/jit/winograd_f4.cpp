@@ -71,7 +71,8 @@ constexpr int ROWS = 6;  // tiles (rows) per micro-kernel call
 // called only where the CPU has it (products checks)
 #define SAMPAN_AVX512 __attribute__((target("avx512f")))
 constexpr int CB16 = 16;
-constexpr int ROWS16 = 12;  // 12 x 2 accumulators + 2 panels' rows + 1 broadcast: 27 registers (8 and 14 rows: no faster)
+// 12 x 2 accumulators + 2 panels' rows + 1 broadcast: 27 registers (8 and 14 rows were no faster)
+constexpr int ROWS16 = 12;
 
 // pf: where the next panels start (they follow these in memory), fetched into L2 while these are multiplied (one
 // cache line per panel and k), or null. With few rows per call (resnet18 at batch 1) the products otherwise wait on
@@ -91,7 +92,8 @@ SAMPAN_AVX512 inline void micro16(const float* __restrict a, int64_t lda, const 
     for (int v = 0; v < NV; ++v) bk[v] = _mm512_loadu_ps(b + v * C * CB16 + k * CB16);
     if (pf != nullptr)
 #pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(pf + v * C * CB16 + k * CB16), _MM_HINT_T1);
+      for (int v = 0; v < NV; ++v)
+        _mm_prefetch(reinterpret_cast<const char*>(pf + v * C * CB16 + k * CB16), _MM_HINT_T1);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const __m512 ar = _mm512_set1_ps(a[r * lda + k]);
@@ -209,9 +211,10 @@ at::Tensor input_transform(const at::Tensor& x, int64_t pad, int64_t th, int64_t
   return v;
 }
 
-// m: [36, T, K] for tiles t0..t0+T, bias: [K] or empty -> their outputs in y: [N, Ho, Wo, K]
+// m: [36, T, K] for tiles t0..t0+T, bias: [K] or empty -> their outputs in y: [N, Ho, Wo, K], plus res (the same
+// shape and layout as y, or null) and through a ReLU if relu: what a network does next, done before y is stored
 void output_transform(const at::Tensor& m, const at::Tensor& bias, at::Tensor& y, int64_t th, int64_t tw,
-                      int64_t t0) {
+                      int64_t t0, const float* res = nullptr, bool relu = false) {
   const int64_t T = m.size(1), K = m.size(2), Ho = y.size(1), Wo = y.size(2);
   const float* mp = m.data_ptr<float>();
   const float* bp = bias.numel() ? bias.data_ptr<float>() : nullptr;
@@ -235,17 +238,23 @@ void output_transform(const at::Tensor& m, const at::Tensor& bias, at::Tensor& y
           if (xx >= Wo) break;
           for (int i = 0; i < 6; ++i) in[i] = _mm256_load_ps(rows[i][q]);
           at4(in, o);
-          for (int p = 0; p < 4 && ty * 4 + p < Ho; ++p)
-            _mm256_storeu_ps(yp + ((n * Ho + ty * 4 + p) * Wo + xx) * K + kb, _mm256_add_ps(o[p], b));
+          for (int p = 0; p < 4 && ty * 4 + p < Ho; ++p) {
+            const int64_t at = ((n * Ho + ty * 4 + p) * Wo + xx) * K + kb;
+            __m256 out = _mm256_add_ps(o[p], b);
+            if (res != nullptr) out = _mm256_add_ps(out, _mm256_loadu_ps(res + at));
+            if (relu) out = _mm256_max_ps(out, _mm256_setzero_ps());
+            _mm256_storeu_ps(yp + at, out);
+          }
         }
       }
     }
   });
 }
 
-// x: [N, C, H, W] (any strides), u: [36, K / 8, C, 8] (G g G^T in panels of 8 output channels), bias: [K] or
-// empty -> [N, K, Ho, Wo] channels-last
-at::Tensor conv3x3_f4(const at::Tensor& x, const at::Tensor& u, const at::Tensor& bias, int64_t pad) {
+// x: [N, C, H, W] (any strides), u: [36, K / P, C, P] (G g G^T in panels of P = 8 or 16 output channels), bias: [K]
+// or empty, residual: [N, K, Ho, Wo] or none -> relu?(conv + bias + residual): [N, K, Ho, Wo] channels-last
+at::Tensor conv3x3_f4(const at::Tensor& x, const at::Tensor& u, const at::Tensor& bias, int64_t pad,
+                      const std::optional<at::Tensor>& residual, bool relu) {
   TORCH_CHECK(x.dim() == 4 && x.scalar_type() == at::kFloat && x.device().is_cpu(),
               "conv3x3_f4: x must be a float32 CPU tensor [N, C, H, W], got ", x.sizes(), " ", x.scalar_type());
   TORCH_CHECK(x.size(1) % 8 == 0, "conv3x3_f4: channels must be multiples of 8, got C = ", x.size(1));
@@ -264,6 +273,14 @@ at::Tensor conv3x3_f4(const at::Tensor& x, const at::Tensor& u, const at::Tensor
   auto uc = u.contiguous();
   auto b = bias.to(at::kFloat).contiguous();
   auto y = at::empty({N, Ho, Wo, K}, x.options());
+  at::Tensor r;  // the residual to add, channels last like y (no copy when it is already, as a conv's output is)
+  if (residual.has_value() && residual->defined()) {
+    TORCH_CHECK(residual->dim() == 4 && residual->size(0) == N && residual->size(1) == K && residual->size(2) == Ho &&
+                    residual->size(3) == Wo && residual->scalar_type() == at::kFloat,
+                "conv3x3_f4: residual must be a float32 tensor of the output's shape [", N, ", ", K, ", ", Ho, ", ",
+                Wo, "], got ", residual->sizes(), " ", residual->scalar_type());
+    r = residual->permute({0, 2, 3, 1}).contiguous();
+  }
   // Blocks of tiles whose transformed inputs and products (36 x tiles x channels floats each) stay in cache
   // (about 1 MB), but at least 64 tiles so that each panel of weights serves many rows
   const int64_t T = N * th * tw, C = x.size(1);
@@ -272,13 +289,13 @@ at::Tensor conv3x3_f4(const at::Tensor& x, const at::Tensor& u, const at::Tensor
   for (int64_t t0 = 0; t0 < T; t0 += block) {
     const int64_t t1 = std::min(T, t0 + block);
     auto m = products(input_transform(xn, pad, th, tw, t0, t1), uc);
-    output_transform(m, b, y, th, tw, t0);
+    output_transform(m, b, y, th, tw, t0, r.defined() ? r.data_ptr<float>() : nullptr, relu);
   }
   return y.permute({0, 3, 1, 2});
 }
 
 TORCH_LIBRARY(sampan_winograd, lib) {
-  lib.def("conv3x3_f4(Tensor x, Tensor u, Tensor bias, int pad) -> Tensor");
+  lib.def("conv3x3_f4(Tensor x, Tensor u, Tensor bias, int pad, Tensor? residual=None, bool relu=False) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(sampan_winograd, CPU, lib) {
   lib.impl("conv3x3_f4", &conv3x3_f4);

@@ -184,6 +184,104 @@ def test_rewrite_puts_f4_where_its_kernel_pays_else_f2(channels, size, batch, ex
     assert targets == [{"f4": [conv3x3_f4], "f2": [conv3x3], None: []}[expected]]
 
 
+class _Block(nn.Module):
+    """resnet's BasicBlock: conv, batch norm, ReLU; conv, batch norm, + the input (or its 1 x 1 downsample, traced
+    after the convolutions), ReLU."""
+
+    def __init__(self, c_in, c, downsample):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c_in, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.down = nn.Conv2d(c_in, c, 1) if downsample else None
+        for bn in (self.bn1, self.bn2):  # statistics far from the defaults, so that folding them shows
+            bn.running_mean.uniform_(-0.5, 0.5), bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.data.uniform_(0.5, 1.5), bn.bias.data.uniform_(-0.2, 0.2)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
+        out = self.bn2(self.conv2(out))
+        out += self.down(x) if self.down is not None else x
+        return torch.relu(out)
+
+
+def _graph_backend():
+    """A torch.compile backend that runs the Winograd rewrite and keeps each rewritten graph's call nodes."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        rewrite(gm)
+        graphs.append([n for n in gm.graph.nodes if n.op in ("call_function", "call_method")])
+        return gm.forward
+
+    return graphs, backend
+
+
+# exported: the same block as torch.export records it (aten ops: the predictor's graphs)
+@pytest.mark.parametrize("downsample,exported", [(False, False), (True, False), (False, True), (True, True)])
+def test_rewrite_runs_batch_norm_residual_add_and_relu_inside_the_f4_kernel(downsample, exported):
+    assert winograd.f4_unavailable() is None
+    torch.manual_seed(0)
+    net = _Block(16 if downsample else 32, 32, downsample).eval()
+    graphs, backend = _graph_backend()
+    x = torch.randn(2, 16 if downsample else 32, 16, 16)
+    with torch.no_grad():
+        traced = torch.export.export(net, (x,)).module() if exported else net
+        out = torch.compile(traced, backend=backend, fullgraph=True, dynamic=False)(x)
+        ref = net(x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
+    (nodes,) = graphs
+    f4 = [n for n in nodes if n.target is conv3x3_f4]
+    conv2d = torch.ops.aten.conv2d.default if exported else torch.conv2d
+    assert [n.target for n in nodes if n not in f4] == ([conv2d] if downsample else [])  # nothing else left
+    first, second = f4
+    assert first.args[4:6] == (None, True) and first.args[6] is not None       # batch norm and ReLU
+    assert second.args[5] is True and second.args[6] is not None               # batch norm, the add, ReLU
+    down = [n for n in nodes if n.target is conv2d]
+    assert second.args[4] is (down[0] if downsample else first.args[0])         # the block's input, or its 1 x 1
+
+
+class _Unfused(nn.Module):
+    """What the kernel must not take: a conv whose output has two users, a batch norm on batch statistics, an
+    add that broadcasts."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = (nn.Conv2d(16, 16, 3, padding=1) for _ in range(3))
+        self.bn = nn.BatchNorm2d(16)
+        self.shift = nn.Parameter(torch.randn(16, 1, 1))
+
+    def forward(self, x):
+        y = self.a(x)
+        y = torch.relu(y) + y
+        y = F.batch_norm(self.b(y), None, None, training=True)
+        return torch.relu(self.c(y) + self.shift)
+
+
+def test_rewrite_leaves_outside_the_kernel_what_it_cannot_fold():
+    assert winograd.f4_unavailable() is None
+    torch.manual_seed(0)
+    net = _Unfused().eval()
+    graphs, backend = _graph_backend()
+    x = torch.randn(2, 16, 16, 16)
+    with torch.no_grad():
+        out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
+        ref = net(x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
+    (nodes,) = graphs
+    f4 = [n for n in nodes if n.target is conv3x3_f4]
+    assert len(f4) == 3 and all(n.args[4:] in ((), (None, False, None)) for n in f4)
+    assert sum(n.target in (torch.relu, F.relu) for n in nodes) == 2 and any(n.target is F.batch_norm for n in nodes)
+
+
+def test_the_f4_kernel_refuses_a_residual_of_another_shape_by_name():
+    assert winograd.f4_unavailable() is None
+    x, w = torch.randn(1, 16, 8, 8), torch.randn(16, 16, 3, 3)
+    with pytest.raises(RuntimeError, match=r"residual must be a float32 tensor of the output's shape \[1, 16, 8, 8\]"):
+        conv3x3_f4(x, w, None, 1, residual=torch.randn(1, 16, 4, 4))
+    got = conv3x3_f4(x, w, None, 1, residual=torch.ones(1, 16, 8, 8), relu=True)
+    torch.testing.assert_close(got, torch.relu(F.conv2d(x, w, padding=1) + 1), rtol=1e-4, atol=1e-3)
+
+
 def test_to_static_times_the_winograd_candidate_and_keeps_results_right():
     torch.manual_seed(0)
     net = _Net().eval()
@@ -200,10 +298,10 @@ def test_to_static_times_the_winograd_candidate_and_keeps_results_right():
     torch.testing.assert_close(again, ref, rtol=1e-4, atol=1e-4)
     (choice,) = net.forward.choices.values()
     assert choice.winograd_seconds is not None and net.forward.winograd_note is None
-    fastest = min(choice.compiled_seconds, choice.eager_seconds, choice.winograd_seconds)
-    kept = choice.winograd_seconds if choice.winograd else (
+    timed = [choice.compiled_seconds, choice.eager_seconds, choice.winograd_seconds, choice.onednn_off_seconds]
+    kept = choice.winograd_seconds if choice.winograd else choice.onednn_off_seconds if choice.onednn_off else (
         choice.eager_seconds if choice.path == "eager" else choice.compiled_seconds)
-    assert kept == fastest
+    assert kept == min(t for t in timed if t is not None)  # eager with oneDNN off is a candidate too
     assert "Winograd" in str(choice) and "Winograd" in str(sampan.jit.explain(net, x))
 
 

@@ -23,9 +23,12 @@ s; eight channels at a time, AVX2). The 36 matrix products run there too, in a r
 on weights packed in panels of 8 output channels: 1.2-1.45x faster than ``torch.bmm`` (MKL) at these thin shapes
 on an AMD EPYC Zen 4, resnet18 at batch 1 27.9 -> 24.1 ms. On AVX-512 CPUs the panels are 16 channels wide and an
 AVX-512 micro-kernel takes them (:func:`f4_panel`): on an Intel Xeon with two 512-bit FMA units resnet18's F(4 x 4)
-convolutions ran 1.2-1.4x faster so, resnet18 at batch 32 670 -> 537 ms. It needs a C++
-compiler and an AVX2 CPU; where either is missing, or the build fails, :func:`f4_unavailable` says why and
-:func:`rewrite` uses F(2 x 2, 3 x 3) everywhere. Its rounding error is larger (about 3e-5 of the outputs' scale
+convolutions ran 1.2-1.4x faster so, resnet18 at batch 32 670 -> 537 ms. There, at batch 1, the weights come from
+memory, and fetching the next panels into L2 while multiplying these took resnet18 from 21.8 to 20.4 ms.
+:func:`rewrite` also moves what follows such a convolution into its call: an eval-mode batch norm (folded into the
+weights), a residual add and a ReLU, so the output is written once. It needs a C++ compiler and an AVX2 CPU;
+where either is missing, or the build fails, :func:`f4_unavailable` says why and :func:`rewrite` uses
+F(2 x 2, 3 x 3) everywhere. Its rounding error is larger (about 3e-5 of the outputs' scale
 per convolution, against 1e-6), still far inside ``to_static``'s check against eager.
 
 **On its own** (``to_static(winograd="auto")``, the default): on a CPU whose widest vectors are AVX2

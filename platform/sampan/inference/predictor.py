@@ -172,13 +172,13 @@ class Predictor:
                 del loaded[name]
         with _compile_progress(extra) as step:
             if bf16.NAME in extra:
-                with step(bf16.NAME):
-                    self._try_bf16(loaded, sample, reference, first)
+                step(bf16.NAME)
+                self._try_bf16(loaded, sample, reference, first)
             if winograd.NAME in extra:
-                with step(winograd.NAME):
-                    self._try_winograd(loaded, sample, reference, first, only_f4=not self.config.winograd_enabled())
-            self.compile_seconds = step.seconds
+                step(winograd.NAME)
+                self._try_winograd(loaded, sample, reference, first, only_f4=not self.config.winograd_enabled())
             step(None)
+            self.compile_seconds = step.seconds
             self.timings = _time_each(loaded, sample)
         best = min(self.timings, key=self.timings.get)
         self._record(names, self.timings, best, "fastest of the verified backends")
@@ -352,27 +352,25 @@ def _as_array(value: Any, index: int, spec: InputSpec) -> np.ndarray:
 
 
 class _Steps:
-    """``step(name)`` starts the next step of :func:`_compile_progress` (the candidate compiled next, or None for
-    the timing); used as a context manager it also adds the step's seconds to ``seconds[name]``."""
+    """``step(name)`` ends the step before it (its seconds go to ``seconds[name]``; the bar, if any, moves on) and
+    starts the next of :func:`_compile_progress`: the candidate compiled next, or None for the timing."""
 
     def __init__(self, bar):
-        self.bar, self.started, self.seconds = bar, 0, {}
+        self.bar, self.seconds = bar, {}
+        self._name: str | None = None
+        self._t0: float | None = None
 
-    def __call__(self, name: str | None) -> "_Steps":
-        if self.bar is not None:
-            if self.started:
+    def __call__(self, name: str | None) -> None:
+        now = time.perf_counter()
+        if self._t0 is not None:
+            if self._name is not None:
+                self.seconds[self._name] = now - self._t0
+            if self.bar is not None:
                 self.bar.update(1)
+        if self.bar is not None:
             self.bar.set_description(f"create_predictor: compiling {name}" if name
                                      else "create_predictor: timing the candidates")
-        self.started += 1
-        self._name, self._t0 = name, time.perf_counter()
-        return self
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc) -> None:
-        self.seconds[self._name] = time.perf_counter() - self._t0
+        self._name, self._t0 = name, now
 
 
 @contextlib.contextmanager

@@ -80,8 +80,9 @@ class StaticFunction:
         self._sampan_static = self
         self._compiled: dict[bool | str, Callable] = {}
         self._frozen_fingerprint: tuple | None = None
-        # the last inference call's key, if its choice was eager: (layer, key, choice), checked in a few attribute
-        # reads instead of the full path's ~7 us (LeNet at batch 1 is a 150 us call)
+        # the last inference call's key, if its choice was eager: (layer, key, choice), its key ((shape, dtype),)
+        # for the one tensor argument, checked in a few attribute reads instead of the full path's ~7 us (LeNet at
+        # batch 1 is a 150 us call)
         self._eager_shape: tuple | None = None
         self._frozen_backend: FrozenBackend | None = None  # the frozen graph's, when "auto" rewrites or probes it
         functools.update_wrapper(self, fn)
@@ -232,8 +233,8 @@ class StaticFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._eager_shape
         if (fast is not None and len(args) == 1 and not kwargs and not torch.is_grad_enabled()
-                and isinstance(args[0], torch.Tensor) and args[0].shape == fast[1][0][0]
-                and args[0].dtype == fast[1][0][1] and not fast[0].training and self.choices.get(fast[1]) is fast[2]):
+                and isinstance(args[0], torch.Tensor) and (args[0].shape, args[0].dtype) == fast[1][0]
+                and not fast[0].training and self.choices.get(fast[1]) is fast[2]):
             return self._run_eager(fast[2], args, kwargs)  # the same shape as last time (analysis modes too)
         if self.status == "eager" or _analysis_mode_on():
             return self.original(*args, **kwargs)

@@ -119,8 +119,7 @@ class _HeavyNet(nn.Module):
         return self.head(self.body(torch.relu(self.stem(x))).mean((2, 3)))
 
 
-def test_without_being_asked_it_is_tried_for_heavy_convolutions_only(tmp_path, monkeypatch,
-                                                                                    exported_convnet):
+def test_without_being_asked_it_is_tried_for_heavy_convolutions_only(tmp_path, monkeypatch, exported_convnet):
     torch.manual_seed(0)
     net = _HeavyNet().eval()
     prefix = tmp_path / "heavy"

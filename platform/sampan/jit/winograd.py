@@ -65,7 +65,7 @@ MIN_TILES_F4 = 8
 # enough that the kernel's build (once per machine) and a slower first call pay back soon
 AUTO_MIN_FLOPS = 2e8
 _F4_SOURCE = Path(__file__).with_name("winograd_f4.cpp")
-_F4_NAME = "sampan_winograd_f4_v8"  # torch's extension cache rebuilds it when the source changes
+_F4_NAME = "sampan_winograd_f4_v9"  # torch's extension cache rebuilds it when the source changes
 # G of F(4 x 4, 3 x 3) (Lavin & Gray): the filter transform U = G g G^T, [6 x 3]
 _G4 = ((1 / 4, 0.0, 0.0), (-1 / 6, -1 / 6, -1 / 6), (-1 / 6, 1 / 6, -1 / 6), (1 / 24, 1 / 12, 1 / 6),
        (1 / 24, -1 / 12, 1 / 6), (0.0, 0.0, 1.0))

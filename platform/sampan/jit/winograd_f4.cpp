@@ -136,26 +136,37 @@ SAMPAN_AVX512 inline void tail16(int64_t n, const float* a, int64_t C, const flo
   }
 }
 
-// pf: the next panels, fetched during the first pass over these (later passes find these in cache)
+// The T rows in blocks of at most ROWS16 rows of near-equal size (49 rows: 4 x 10 + 9, not 4 x 12 + 1, whose one-row
+// block costs nearly as much as a full one; resnet18 at batch 1 3 % faster so on the Intel Xeon). pf: the next
+// panels, fetched during the first block (later blocks find these in cache; fetching a part in each block instead
+// was 7 % slower there)
 template <int NV>
 SAMPAN_AVX512 void gemm_rows16(int64_t T, const float* a, int64_t C, const float* b, float* out, int64_t K,
                                const float* pf) {
-  int64_t t = 0;
-  for (; t + ROWS16 <= T; t += ROWS16, pf = nullptr) micro16<ROWS16, NV>(a + t * C, C, b, C, out + t * K, K, pf);
-  if (t < T) tail16<NV>(T - t, a + t * C, C, b, out + t * K, K, pf);
+  const int64_t blocks = (T + ROWS16 - 1) / ROWS16;
+  for (int64_t i = 0; i < blocks; ++i, pf = nullptr) {
+    const int64_t t = T * i / blocks, n = T * (i + 1) / blocks - t;
+    if (n == ROWS16)
+      micro16<ROWS16, NV>(a + t * C, C, b, C, out + t * K, K, pf);
+    else
+      tail16<NV>(n, a + t * C, C, b, out + t * K, K, pf);
+  }
 }
 
+// The same blocking in the AVX2 kernel's blocks of at most 6 rows (1-2 % faster by AVX2 emulation on the Xeon)
 template <int NV>
 inline void gemm_rows(int64_t T, const float* a, int64_t C, const float* b, float* out, int64_t K) {
-  int64_t t = 0;
-  for (; t + ROWS <= T; t += ROWS) micro<ROWS, NV>(a + t * C, C, b, C, out + t * K, K);
-  switch (T - t) {
-    case 1: micro<1, NV>(a + t * C, C, b, C, out + t * K, K); break;
-    case 2: micro<2, NV>(a + t * C, C, b, C, out + t * K, K); break;
-    case 3: micro<3, NV>(a + t * C, C, b, C, out + t * K, K); break;
-    case 4: micro<4, NV>(a + t * C, C, b, C, out + t * K, K); break;
-    case 5: micro<5, NV>(a + t * C, C, b, C, out + t * K, K); break;
-    default: break;
+  const int64_t blocks = (T + ROWS - 1) / ROWS;
+  for (int64_t i = 0; i < blocks; ++i) {
+    const int64_t t = T * i / blocks, n = T * (i + 1) / blocks - t;
+    switch (n) {
+      case 6: micro<6, NV>(a + t * C, C, b, C, out + t * K, K); break;
+      case 5: micro<5, NV>(a + t * C, C, b, C, out + t * K, K); break;
+      case 4: micro<4, NV>(a + t * C, C, b, C, out + t * K, K); break;
+      case 3: micro<3, NV>(a + t * C, C, b, C, out + t * K, K); break;
+      case 2: micro<2, NV>(a + t * C, C, b, C, out + t * K, K); break;
+      default: micro<1, NV>(a + t * C, C, b, C, out + t * K, K); break;
+    }
   }
 }
 }  // namespace

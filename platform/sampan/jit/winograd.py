@@ -328,6 +328,7 @@ def rewrite(gm: torch.fx.GraphModule, only_f4: bool = False) -> int:
 # as Dynamo records them from Python code, and from an exported program (the predictor's graphs)
 _RELU = {torch.relu, torch.relu_, F.relu, torch.ops.aten.relu.default, torch.ops.aten.relu_.default}
 _ADD = {operator.add, operator.iadd, torch.add, torch.ops.aten.add.Tensor, torch.ops.aten.add_.Tensor}
+_IN_PLACE_ADD = {operator.iadd, torch.ops.aten.add_.Tensor}  # they write their first argument
 _BATCH_NORM = {F.batch_norm, torch.ops.aten.batch_norm.default}
 
 
@@ -349,6 +350,8 @@ def _fuse_epilogue(graph: torch.fx.Graph, conv: torch.fx.Node) -> None:
     if step is not None and step.target in _ADD and not step.kwargs and len(step.args) == 2:
         last = chain[-1]
         other = step.args[1] if step.args[0] is last else step.args[0] if step.args[1] is last else None
+        if step.target in _IN_PLACE_ADD and step.args[0] is not last:
+            other = None  # `residual += conv(...)` changes the residual, which others may read: left as it is
         if isinstance(other, torch.fx.Node) and _same_tensor_type(_meta(other), _meta(last)):
             residual = other
             chain.append(step)

@@ -1,5 +1,7 @@
 """Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions: the same results as the direct convolution, put only where
 they apply, and a to_static inference candidate that is verified and timed beside the others."""
+import operator
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -271,6 +273,36 @@ def test_rewrite_leaves_outside_the_kernel_what_it_cannot_fold():
     f4 = [n for n in nodes if n.target is conv3x3_f4]
     assert len(f4) == 3 and all(n.args[4:] in ((), (None, False, None)) for n in f4)
     assert sum(n.target in (torch.relu, F.relu) for n in nodes) == 2 and any(n.target is F.batch_norm for n in nodes)
+
+
+class _AddsIntoItsInput(nn.Module):
+    """``x += bn(conv(x))``: the add writes x, which is read again afterwards through another name."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(16, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16)
+
+    def forward(self, x):
+        x = x * 1.0  # a tensor of the graph's own, not its input
+        skip = x
+        x += self.bn(self.conv(x))
+        return torch.relu(x) + skip  # skip is x after the add
+
+
+def test_rewrite_leaves_an_add_that_writes_the_residual_outside_the_kernel():
+    assert winograd.f4_unavailable() is None
+    torch.manual_seed(0)
+    net = _AddsIntoItsInput().eval()
+    graphs, backend = _graph_backend()
+    x = torch.randn(2, 16, 16, 16)
+    with torch.no_grad():
+        out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
+        ref = net(x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
+    (nodes,) = graphs
+    (f4,) = [n for n in nodes if n.target is conv3x3_f4]
+    assert f4.args[4:6] == (None, False) and f4.args[6] is not None  # the batch norm folded, the add not taken
+    assert any(n.target is operator.iadd for n in nodes)
 
 
 def test_the_f4_kernel_refuses_a_residual_of_another_shape_by_name():

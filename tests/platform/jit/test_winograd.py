@@ -218,20 +218,26 @@ def _graph_backend():
     return graphs, backend
 
 
+def _rewritten_nodes(net, x, traced=None):
+    """Compiles ``traced`` (default ``net``) with the rewrite, checks it against ``net`` in eager, and returns the
+    rewritten graph's call nodes."""
+    graphs, backend = _graph_backend()
+    with torch.no_grad():
+        out = torch.compile(traced or net, backend=backend, fullgraph=True, dynamic=False)(x)
+        ref = net(x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
+    (nodes,) = graphs
+    return nodes
+
+
 # exported: the same block as torch.export records it (aten ops: the predictor's graphs)
 @pytest.mark.parametrize("downsample,exported", [(False, False), (True, False), (False, True), (True, True)])
 def test_rewrite_runs_batch_norm_residual_add_and_relu_inside_the_f4_kernel(downsample, exported):
     assert winograd.f4_unavailable() is None
     torch.manual_seed(0)
     net = _Block(16 if downsample else 32, 32, downsample).eval()
-    graphs, backend = _graph_backend()
     x = torch.randn(2, 16 if downsample else 32, 16, 16)
-    with torch.no_grad():
-        traced = torch.export.export(net, (x,)).module() if exported else net
-        out = torch.compile(traced, backend=backend, fullgraph=True, dynamic=False)(x)
-        ref = net(x)
-    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
-    (nodes,) = graphs
+    nodes = _rewritten_nodes(net, x, torch.export.export(net, (x,)).module() if exported else None)
     f4 = [n for n in nodes if n.target is conv3x3_f4]
     conv2d = torch.ops.aten.conv2d.default if exported else torch.conv2d
     assert [n.target for n in nodes if n not in f4] == ([conv2d] if downsample else [])  # nothing else left
@@ -262,14 +268,7 @@ class _Unfused(nn.Module):
 def test_rewrite_leaves_outside_the_kernel_what_it_cannot_fold():
     assert winograd.f4_unavailable() is None
     torch.manual_seed(0)
-    net = _Unfused().eval()
-    graphs, backend = _graph_backend()
-    x = torch.randn(2, 16, 16, 16)
-    with torch.no_grad():
-        out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
-        ref = net(x)
-    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
-    (nodes,) = graphs
+    nodes = _rewritten_nodes(_Unfused().eval(), torch.randn(2, 16, 16, 16))
     f4 = [n for n in nodes if n.target is conv3x3_f4]
     assert len(f4) == 3 and all(n.args[4:] in ((), (None, False, None)) for n in f4)
     assert sum(n.target in (torch.relu, F.relu) for n in nodes) == 2 and any(n.target is F.batch_norm for n in nodes)
@@ -292,14 +291,7 @@ class _AddsIntoItsInput(nn.Module):
 def test_rewrite_leaves_an_add_that_writes_the_residual_outside_the_kernel():
     assert winograd.f4_unavailable() is None
     torch.manual_seed(0)
-    net = _AddsIntoItsInput().eval()
-    graphs, backend = _graph_backend()
-    x = torch.randn(2, 16, 16, 16)
-    with torch.no_grad():
-        out = torch.compile(net, backend=backend, fullgraph=True, dynamic=False)(x)
-        ref = net(x)
-    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
-    (nodes,) = graphs
+    nodes = _rewritten_nodes(_AddsIntoItsInput().eval(), torch.randn(2, 16, 16, 16))
     (f4,) = [n for n in nodes if n.target is conv3x3_f4]
     assert f4.args[4:6] == (None, False) and f4.args[6] is not None  # the batch norm folded, the add not taken
     assert any(n.target is operator.iadd for n in nodes)

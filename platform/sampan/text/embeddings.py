@@ -116,7 +116,10 @@ def _ppmi(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTokenizer
     vocab = tokenizer.vocab
     span = tokenizer.ngram
     gap = window + span  # padding between texts: no window crosses from one text into the next
-    rows_all, ctx_all = _corpus_ids(texts, tokenizer, gap), _corpus_ids(texts, context, gap)
+    rows_all = tokenizer._corpus_ids(texts, gap)
+    # characters in their own context (the default for ngram=1): the same ids, looked up once
+    same = context.vocab is vocab and context._config() == tokenizer._config()
+    ctx_all = rows_all if same else context._corpus_ids(texts, gap)
     n = len(rows_all)
     pairs_r, pairs_c = [], []
     offsets = [*range(-window, 0), *range(span, span + window)]  # characters outside the token itself
@@ -151,60 +154,3 @@ def _ppmi(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTokenizer
     emb[0] = 0.0
     return emb.astype(np.float32)
 
-
-_END_KEY = 0x110000  # one past the last code point: stands for "</s>" (and what follows it) in an n-gram's key
-
-
-def _corpus_ids(texts: Sequence[str], tokenizer: CharTokenizer, gap: int) -> np.ndarray:
-    """``tokenizer(text)`` for every text, each followed by ``gap`` zeros, as one int64 array.
-
-    Characters and n-grams up to 3 characters are looked up all at once: each text's characters (lower-cased,
-    whitespace dropped, as ``CharTokenizer.tokenize`` does) become code points in one array, every n-gram an
-    integer key (its code points in base 0x110001, ``</s>`` as 0x110000), found in the vocabulary's sorted keys. A
-    corpus of millions of characters takes a fraction of a second, where a Python loop over the texts took
-    seconds. Longer n-grams go text by text.
-    """
-    vocab = tokenizer._require_vocab()
-    n = tokenizer.ngram
-    if n > 3:  # the keys would not fit in int64
-        parts = []
-        for text in texts:
-            parts += [np.asarray(tokenizer(text), dtype=np.int64), np.zeros(gap, dtype=np.int64)]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-    cleaned = ["".join((text.lower() if tokenizer.lower else text).split()) for text in texts]
-    lengths = np.fromiter(map(len, cleaned), dtype=np.int64, count=len(cleaned))
-    points = np.frombuffer("".join(cleaned).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
-    total = len(points)
-    # characters left in its text at each position (itself included): an n-gram that runs past it ends in </s>
-    left = np.repeat(np.cumsum(lengths), lengths) - np.arange(total)
-    padded = np.concatenate([points, np.full(n, _END_KEY, dtype=np.int64)])
-    keys = np.zeros(total, dtype=np.int64)
-    for k in range(n):
-        keys = keys * (_END_KEY + 1) + np.where(left > k, padded[k:k + total], _END_KEY)
-    known, ids = _vocab_keys(vocab, n)
-    found = np.searchsorted(known, keys).clip(max=max(len(known) - 1, 0))
-    token_ids = np.where(known[found] == keys, ids[found], vocab.unk_id) if len(known) else np.full(total, vocab.unk_id)
-    out = np.zeros(total + gap * len(cleaned), dtype=np.int64)
-    out[np.arange(total) + np.repeat(np.arange(len(cleaned)) * gap, lengths)] = token_ids
-    return out
-
-
-def _vocab_keys(vocab, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The keys of the vocabulary's tokens that ``CharTokenizer(ngram=n)`` can produce (sorted) and their ids."""
-    end = CharTokenizer.END
-    keys, ids = [], []
-    for token, i in vocab._ids.items():
-        if len(token) == n:
-            chars = token
-        elif token.endswith(end) and 1 <= len(token) - len(end) < n:  # the last characters of a text
-            chars = token[:-len(end)]
-        else:  # e.g. <pad> and <unk>: no text gives them
-            continue
-        key = 0
-        for k in range(n):
-            key = key * (_END_KEY + 1) + (ord(chars[k]) if k < len(chars) else _END_KEY)
-        keys.append(key)
-        ids.append(i)
-    keys_arr, ids_arr = np.array(keys, dtype=np.int64), np.array(ids, dtype=np.int64)
-    order = np.argsort(keys_arr, kind="stable")
-    return keys_arr[order], ids_arr[order]

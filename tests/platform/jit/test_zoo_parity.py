@@ -47,8 +47,7 @@ CASES = {
 def test_eager_static_loaded_and_onnxruntime_agree(name, tmp_path):
     build, spec, backend, make = CASES[name]
     eager, static = build(), build()
-    options = {"winograd": False} if backend == "inductor" else {}
-    static = sampan.jit.to_static(static, input_spec=[spec], backend=backend, **options)
+    static = sampan.jit.to_static(static, input_spec=[spec], backend=backend, winograd=False)
     prefix = tmp_path / name
     sampan.jit.save(eager, prefix, input_spec=[spec])
     sampan.onnx.export(eager, prefix, input_spec=[spec])

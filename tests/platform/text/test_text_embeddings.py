@@ -82,13 +82,13 @@ def test_a_second_call_reads_the_cache_and_a_spoiled_cache_is_recomputed(monkeyp
 @pytest.mark.parametrize("ngram", [1, 2, 3, 4])
 @pytest.mark.parametrize("lower", [True, False])
 def test_the_corpus_is_looked_up_at_once_with_the_tokenizers_own_ids(ngram, lower):
-    """_ppmi reads every text's ids from one vectorised lookup (n-grams up to 3; longer ones text by text): it must
-    give exactly ``tokenizer(text)`` for each text, gaps of zeros between them, whatever the text holds."""
+    """_ppmi reads every text's ids from one vectorised lookup, CharTokenizer._corpus_ids (n-grams up to 3; longer
+    ones text by text): it must give exactly ``tokenizer(text)`` for each text, gaps of zeros between them, whatever
+    the text holds."""
     import random
 
     import numpy as np
 
-    from sampan.text.embeddings import _corpus_ids
     from sampan.text.tokenizer import Vocab
 
     rng = random.Random(ngram)
@@ -100,7 +100,7 @@ def test_the_corpus_is_looked_up_at_once_with_the_tokenizers_own_ids(ngram, lowe
     tok.build_vocab(texts[:1000], min_freq=2)  # the rest holds tokens it has never seen
     for gap in (0, 3):
         expected = np.concatenate([np.r_[np.asarray(tok(t), dtype=np.int64), np.zeros(gap, np.int64)] for t in texts])
-        assert np.array_equal(_corpus_ids(texts, tok, gap), expected)
+        assert np.array_equal(tok._corpus_ids(texts, gap), expected)
     # special tokens of one character are ids 0 and 1 in the text too, as tokenizer(text) has them
     special = CharTokenizer(Vocab(list("好坏"), pad_token="_", unk_token="?"), ngram=ngram)
-    assert _corpus_ids(["好_?坏x"], special, 1).tolist() == [*special("好_?坏x"), 0]
+    assert special._corpus_ids(["好_?坏x"], 1).tolist() == [*special("好_?坏x"), 0]

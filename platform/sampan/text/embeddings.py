@@ -153,4 +153,3 @@ def _ppmi(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTokenizer
     emb = np.where(norms > 0, emb / np.maximum(norms, 1e-12), 0.0) * scale
     emb[0] = 0.0
     return emb.astype(np.float32)
-

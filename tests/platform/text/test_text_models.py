@@ -89,3 +89,32 @@ def test_textcnn_with_bigrams_trains_through_model_with_two_inputs():
         net(ds.inputs[0][:2])  # built with bigrams: they are required
     with pytest.raises(ValueError, match="the shape of ids"):
         net(ds.inputs[0][:2], ds.inputs[1][:2, :5])
+
+
+@pytest.mark.parametrize("layout", ["transposed view", "contiguous"])
+def test_textcnn_convolutions_match_conv1d_forward_and_backward(layout):
+    """ChannelsLastConv1d convolves the transposed embeddings as a 2-D channels-last map: it must give nn.Conv1d's
+    outputs and gradients (input, weight, bias), for the view TextCNN passes and for a contiguous [B, C, L]."""
+    from sampan.text.models import ChannelsLastConv1d
+
+    torch.manual_seed(0)
+    ours = ChannelsLastConv1d(6, 5, 3)
+    reference = torch.nn.Conv1d(6, 5, 3)
+    reference.load_state_dict(ours.state_dict())
+    embeddings = torch.randn(4, 9, 6)  # [B, L, C], as an embedding returns it
+    inputs = []
+    for _ in range(2):
+        leaf = embeddings.clone().requires_grad_()
+        view = leaf.transpose(1, 2)
+        inputs.append((leaf, view if layout == "transposed view" else view.contiguous()))
+    upstream = torch.randn(4, 5, 7)
+    out = ours(inputs[0][1])
+    expected = reference(inputs[1][1])
+    assert out.shape == expected.shape == (4, 5, 7)
+    torch.testing.assert_close(out, expected)
+    (out * upstream).sum().backward()
+    (expected * upstream).sum().backward()
+    torch.testing.assert_close(inputs[0][0].grad, inputs[1][0].grad)
+    torch.testing.assert_close(ours.weight.grad, reference.weight.grad)
+    torch.testing.assert_close(ours.bias.grad, reference.bias.grad)
+    assert isinstance(ours, torch.nn.Conv1d) and ours.state_dict().keys() == reference.state_dict().keys()

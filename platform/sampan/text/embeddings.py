@@ -108,10 +108,11 @@ def _read_cached(path: Path | None, shape: tuple[int, int]) -> torch.Tensor | No
     return torch.from_numpy(emb)
 
 
-def _ppmi(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTokenizer, *, dim: int, window: int,
-          alpha: float, scale: float) -> np.ndarray:
+def _ppmi_matrix(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTokenizer, *, window: int,
+                 alpha: float):
+    """The sparse ``[len(tokenizer.vocab), len(context.vocab)]`` positive PMI of each token with the context
+    characters within ``window`` of it on either side (outside the token itself, never across two texts)."""
     from scipy import sparse
-    from scipy.sparse.linalg import svds
 
     vocab = tokenizer.vocab
     span = tokenizer.ngram
@@ -121,29 +122,32 @@ def _ppmi(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTokenizer
     same = context.vocab is vocab and context._config() == tokenizer._config()
     ctx_all = rows_all if same else context._corpus_ids(texts, gap)
     n = len(rows_all)
-    pairs_r, pairs_c = [], []
-    offsets = [*range(-window, 0), *range(span, span + window)]  # characters outside the token itself
-    for d in offsets:
+    n_ctx = len(context.vocab)
+    keys = []  # each (token, context) pair as one int64, row-major: counted by one sort, no sparse matrix
+    for d in (*range(-window, 0), *range(span, span + window)):  # characters outside the token itself
         lo, hi = max(0, -d), min(n, n - d)
         r, c = rows_all[lo:hi], ctx_all[lo + d:hi + d]
         keep = (r > 0) & (c > 0)  # neither padding nor a gap
-        pairs_r.append(r[keep])
-        pairs_c.append(c[keep])
-    r, c = np.concatenate(pairs_r), np.concatenate(pairs_c)
-    counts = sparse.coo_matrix((np.ones(len(r), np.float64), (r, c)),
-                               shape=(len(vocab), len(context.vocab))).tocsr()
-    counts.sum_duplicates()
+        keys.append(r[keep].astype(np.int64, copy=False) * n_ctx + c[keep])
+    pairs, counts = np.unique(np.concatenate(keys), return_counts=True)
     total = counts.sum()
     if total == 0:
         raise ValueError(bad_argument("texts", f"<{len(texts)} texts>", "texts with known tokens and context",
                                       "pass the training texts, or a larger corpus"))
-    p_row = np.asarray(counts.sum(axis=1)).ravel() / total
-    p_ctx = np.asarray(counts.sum(axis=0)).ravel() ** alpha
+    rows, cols = np.divmod(pairs, n_ctx)
+    p_row = np.bincount(rows, weights=counts, minlength=len(vocab)) / total
+    p_ctx = np.bincount(cols, weights=counts, minlength=n_ctx) ** alpha
     p_ctx /= p_ctx.sum()
-    coo = counts.tocoo()
-    pmi = np.log(coo.data / total / (p_row[coo.row] * p_ctx[coo.col]))
+    pmi = np.log(counts / total / (p_row[rows] * p_ctx[cols]))
     keep = pmi > 0
-    ppmi = sparse.csr_matrix((pmi[keep], (coo.row[keep], coo.col[keep])), shape=counts.shape)
+    return sparse.csr_matrix((pmi[keep], (rows[keep], cols[keep])), shape=(len(vocab), n_ctx))
+
+
+def _ppmi(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTokenizer, *, dim: int, window: int,
+          alpha: float, scale: float) -> np.ndarray:
+    from scipy.sparse.linalg import svds
+
+    ppmi = _ppmi_matrix(texts, tokenizer, context, window=window, alpha=alpha)
     k = min(dim, min(ppmi.shape) - 1)
     u, s, _ = svds(ppmi, k=k, random_state=0)
     emb = u * np.sqrt(s)

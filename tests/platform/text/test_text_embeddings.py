@@ -104,3 +104,38 @@ def test_the_corpus_is_looked_up_at_once_with_the_tokenizers_own_ids(ngram, lowe
     # special tokens of one character are ids 0 and 1 in the text too, as tokenizer(text) has them
     special = CharTokenizer(Vocab(list("好坏"), pad_token="_", unk_token="?"), ngram=ngram)
     assert special._corpus_ids(["好_?坏x"], 1).tolist() == [*special("好_?坏x"), 0]
+
+
+@pytest.mark.parametrize("ngram", [1, 2])
+def test_the_ppmi_matrix_is_the_textbook_count(ngram):
+    """_ppmi_matrix counts every (token, context character) pair of the corpus at once (one sort of int64 keys):
+    it must equal the textbook count, text by text and position by position, then PPMI with smoothed contexts."""
+    from collections import Counter
+
+    import numpy as np
+
+    from sampan.text.embeddings import _ppmi_matrix
+
+    texts = ["这本书很好看，不后悔", "质量不好，服务也不好", "很好很好", "好", "", "书很好看"] * 3 + ["不后悔的书"]
+    chars, tok = CharTokenizer(), CharTokenizer(ngram=ngram)
+    chars.build_vocab(texts[:6])
+    tok.build_vocab(texts[:6], min_freq=2)  # rarer n-grams are unknown: they count as neither token nor context
+    window, alpha = 2, 0.75
+    counts = Counter()
+    for text in texts:
+        ids, ctx = tok(text), chars(text)
+        for i, token in enumerate(ids):
+            for j in [*range(i - window, i), *range(i + ngram, i + ngram + window)]:
+                if token > 0 and 0 <= j < len(ctx) and ctx[j] > 0:
+                    counts[token, ctx[j]] += 1
+    dense = np.zeros((len(tok.vocab), len(chars.vocab)))
+    for (r, c), n in counts.items():
+        dense[r, c] = n
+    total = dense.sum()
+    p_ctx = dense.sum(0) ** alpha
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmi = np.log(dense / total / (dense.sum(1, keepdims=True) / total * (p_ctx / p_ctx.sum())))
+    expected = np.where(dense > 0, np.maximum(pmi, 0), 0)
+    got = _ppmi_matrix(texts, tok, chars, window=window, alpha=alpha).toarray()
+    assert (expected > 0).sum() > 20
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)

@@ -110,7 +110,7 @@ def _read_cached(path: Path | None, shape: tuple[int, int]) -> torch.Tensor | No
 
 def _ppmi_matrix(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTokenizer, *, window: int,
                  alpha: float):
-    """The sparse ``[len(tokenizer.vocab), len(context.vocab)]`` positive PMI of each token with the context
+    """The CSR ``[len(tokenizer.vocab), len(context.vocab)]`` positive PMI of each token with the context
     characters within ``window`` of it on either side (outside the token itself, never across two texts)."""
     from scipy import sparse
 

@@ -88,7 +88,8 @@ class TextCNN(nn.Module):
 
 
 class ChannelsLastConv1d(nn.Conv1d):
-    """``nn.Conv1d`` over ``[B, C, L]``, run as a 2-D convolution of ``[B, C, 1, L]``: same parameters, same results.
+    """``nn.Conv1d`` over ``[B, C, L]``, run as a 2-D convolution of ``[B, C, 1, L]``: same parameters and
+    ``state_dict``, the same results up to float rounding.
 
     TextCNN passes the transposed view of its embeddings ``[B, L, C]``. Seen as ``[B, C, 1, L]`` that view is
     channels-last, which oneDNN convolves as it lies; ``nn.Conv1d`` wants it contiguous, a copy forward and backward.

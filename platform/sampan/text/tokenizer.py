@@ -262,42 +262,45 @@ class CharTokenizer(Tokenizer):
             return np.concatenate([np.zeros(0, dtype=np.int64)] + [
                 np.r_[np.asarray(self(text), dtype=np.int64), np.zeros(gap, dtype=np.int64)] for text in texts])
         cleaned = ["".join((text.lower() if self.lower else text).split()) for text in texts]
-        lengths = np.fromiter(map(len, cleaned), dtype=np.int64, count=len(cleaned))
-        points = np.frombuffer("".join(cleaned).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
-        total = len(points)
-        # characters left in its text at each position (itself included): an n-gram that runs past it ends in END
-        left = np.repeat(np.cumsum(lengths), lengths) - np.arange(total)
-        padded = np.concatenate([points, np.full(n, self._END_KEY, dtype=np.int64)])
-        keys = np.zeros(total, dtype=np.int64)
-        for k in range(n):
-            keys = keys * (self._END_KEY + 1) + np.where(left > k, padded[k:k + total], self._END_KEY)
+        keys, lengths = self._ngram_keys(cleaned)
         known, ids = self._vocab_keys()
         found = np.searchsorted(known, keys)  # the last key is larger than any: every index is in range
-        out = np.zeros(total + gap * len(cleaned), dtype=np.int64)
-        out[np.arange(total) + np.repeat(np.arange(len(cleaned)) * gap, lengths)] = np.where(
+        out = np.zeros(len(keys) + gap * len(cleaned), dtype=np.int64)
+        out[np.arange(len(keys)) + np.repeat(np.arange(len(cleaned)) * gap, lengths)] = np.where(
             known[found] == keys, ids[found], vocab.unk_id)
         return out
+
+    def _ngram_keys(self, strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The key of the n-gram that starts at each character of ``strings`` (its code points in base 0x110001,
+        END and what follows it as 0x110000), one array for all of them; and each string's length."""
+        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+        points = np.frombuffer("".join(strings).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
+        total = len(points)
+        # characters left in its string at each position (itself included): an n-gram that runs past it ends in END
+        left = np.repeat(np.cumsum(lengths), lengths) - np.arange(total)
+        padded = np.concatenate([points, np.full(self.ngram, self._END_KEY, dtype=np.int64)])
+        keys = np.zeros(total, dtype=np.int64)
+        for k in range(self.ngram):
+            keys = keys * (self._END_KEY + 1) + np.where(left > k, padded[k:k + total], self._END_KEY)
+        return keys, lengths
 
     def _vocab_keys(self) -> tuple[np.ndarray, np.ndarray]:
         """The keys of the vocabulary's tokens that :meth:`tokenize` can give, sorted, and their ids; then one key
         larger than any (an unknown token's place)."""
-        n = self.ngram
-        keys, ids = [], []
-        for token, i in self._require_vocab()._ids.items():  # special tokens too: one of one character is a text's
-            if len(token) == n:
-                chars = token
-            elif token.endswith(self.END) and 1 <= len(token) - len(self.END) < n:  # the last characters of a text
-                chars = token[:-len(self.END)]
+        vocab = self._require_vocab()
+        chars, ids = [], []
+        for token, i in vocab._ids.items():  # special tokens too: one of one character is a text's
+            if len(token) == self.ngram:
+                chars.append(token)
+            elif token.endswith(self.END) and 1 <= len(token) - len(self.END) < self.ngram:  # a text's last characters
+                chars.append(token[:-len(self.END)])
             else:  # e.g. <pad> and <unk>: no text gives them
                 continue
-            key = 0
-            for k in range(n):
-                key = key * (self._END_KEY + 1) + (ord(chars[k]) if k < len(chars) else self._END_KEY)
-            keys.append(key)
             ids.append(i)
-        order = np.argsort(np.array(keys, dtype=np.int64), kind="stable")
-        return (np.r_[np.array(keys, dtype=np.int64)[order], np.iinfo(np.int64).max],
-                np.r_[np.array(ids, dtype=np.int64)[order], self._require_vocab().unk_id])
+        keys, lengths = self._ngram_keys(chars)
+        keys = keys[np.cumsum(lengths) - lengths]  # each token's own n-gram: the one at its first character
+        order = np.argsort(keys, kind="stable")
+        return np.r_[keys[order], np.iinfo(np.int64).max], np.r_[np.array(ids, dtype=np.int64)[order], vocab.unk_id]
 
 
 class WordTokenizer(Tokenizer):

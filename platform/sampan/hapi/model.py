@@ -527,15 +527,17 @@ class Model:
             except (ValueError, KeyError) as exc:
                 raise SampanError(f"The optimizer state in {target} does not fit the prepared optimizer: {exc}. "
                                   f"HINT: pass reset_optimizer=True to keep the current optimizer state.") from exc
+        from sampan.jit.training import align_optimizer_state, fuse_optimizer
+
         static = getattr(self._train_net, "_sampan_static", None)
         if static is not None:
-            from sampan.jit.training import align_optimizer_state, fuse_optimizer
-
             if load_optimizer:  # the checkpoint's settings came with its state: fused again, as prepare() set it
                 fuse_optimizer(self._optimizer)
             if payload.get("static_training"):
                 static.set_train_choice(payload["static_training"])
-            align_optimizer_state(self._optimizer)  # the saved moments' layout may not be the weights' now
+        # The saved moments keep the layout of the weights they were saved with (NCHW or channels-last), which need
+        # not be the weights' layout now; a fused optimizer walks both as flat memory and would mix them silently.
+        align_optimizer_state(self._optimizer)
         self._precision.load_state_dict(payload.get("precision") or {})
         self.epoch = int(payload.get("epoch", 0))
         self.global_step = int(payload.get("global_step", 0))

@@ -155,6 +155,68 @@ def compiled_training(quick: bool = False) -> dict:
     return results
 
 
+def _small_cnn() -> torch.nn.Module:
+    """The transfer-learning lesson's SmallCNN: three conv / batch-norm / ReLU / max-pool blocks, 10 classes."""
+    def block(cin: int, cout: int) -> torch.nn.Module:
+        return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 3, padding=1, bias=False), torch.nn.BatchNorm2d(cout),
+                                   torch.nn.ReLU(), torch.nn.MaxPool2d(2))
+
+    return torch.nn.Sequential(block(3, 16), block(16, 32), block(32, 64), torch.nn.AdaptiveMaxPool2d(1),
+                               torch.nn.Flatten(), torch.nn.Linear(64, 10))
+
+
+def channels_last_training(quick: bool = False) -> dict:
+    """``Model.fit`` of a CNN as built (NCHW) against the same CNN channels-last: seconds per step, interleaved.
+
+    ``net.to(memory_format=torch.channels_last)`` before ``prepare`` is the transfer-learning lesson's one line
+    (eager training, no compilation); ATen's CPU convolutions and max pooling are faster in that layout. Networks:
+    the lesson's SmallCNN on 32 x 32 ``shapes`` at its batch of 64, and LeNet on 28 x 28 digits at the first
+    lesson's batch of 16. Both layouts start from the same weights and see the same batches; the last column is
+    the largest difference of their epoch losses. It is float rounding (about 1e-7 at the first step), which
+    training amplifies step by step, as it would amplify any other change of summation order.
+    """
+    import sampan
+    from sampan.bench._timing import interleaved
+    from sampan.data import load_dataset
+    from sampan.vision.models import LeNet
+
+    def tensors(dataset, n: int) -> torch.utils.data.TensorDataset:
+        n = min(n, len(dataset))
+        return torch.utils.data.TensorDataset(torch.stack([dataset[i][0] for i in range(n)]),
+                                              torch.tensor([int(dataset[i][1]) for i in range(n)]))
+
+    cases = {"SmallCNN, shapes 3x32x32": (_small_cnn, tensors(load_dataset("shapes", "train"), 640 if quick else 1920),
+                                          64),
+             "LeNet, digits 1x28x28": (LeNet, tensors(load_dataset("digits", "train", size=28), 1257), 16)}
+    repeat = 3 if quick else 7
+    rows, results = [], {}
+    for name, (make, data, batch) in cases.items():
+        models, losses = {}, {}
+        for layout, fmt in (("NCHW", torch.contiguous_format), ("channels-last", torch.channels_last)):
+            torch.manual_seed(0)
+            net = make().to(memory_format=fmt)
+            models[layout] = sampan.Model(net)
+            models[layout].prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss())
+
+        def fit(layout: str) -> None:
+            torch.manual_seed(len(losses.setdefault(layout, [])))  # the same shuffles for both layouts
+            losses[layout] += models[layout].fit(data, epochs=1, batch_size=batch, verbose=0)["loss"]
+
+        times = interleaved({k: (lambda k=k: fit(k)) for k in models}, repeat=repeat, warmup=1)
+        steps = -(-len(data) // batch)
+        med = {k: v / steps for k, v in times.items()}
+        drift = max(abs(a - b) for a, b in zip(losses["NCHW"], losses["channels-last"]))
+        rows.append({"network": name, "batch": batch, "NCHW ms/step": med["NCHW"] * 1e3,
+                     "channels-last ms/step": med["channels-last"] * 1e3,
+                     "speed-up": med["NCHW"] / med["channels-last"], "largest loss difference": f"{drift:.1e}"})
+        results[name] = {"nchw_s": med["NCHW"], "channels_last_s": med["channels-last"],
+                         "speedup": med["NCHW"] / med["channels-last"], "loss_difference": drift}
+    print_table(f"fit: the network as built (NCHW) vs net.to(memory_format=torch.channels_last), eager, median of "
+                f"{repeat} epochs, {torch.get_num_threads()} threads", rows,
+                ["network", "batch", "NCHW ms/step", "channels-last ms/step", "speed-up", "largest loss difference"])
+    return results
+
+
 def _import_time(module: str, repeat: int) -> list[float]:
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -201,6 +263,7 @@ def run(quick: bool = False) -> dict:
     print_table(f"fit: digits train split (1,257 images), batch 32, {epochs} epochs, median of {repeat}, "
                 f"{torch.get_num_threads()} threads", rows, ["model", "trainer", "s/epoch", "vs hand loop"])
     results["compiled training"] = compiled_training(quick)
+    results["channels-last training"] = channels_last_training(quick)
     imports = import_times(3 if quick else 7)
     print_table("import time (fresh interpreter, median)", [
         {"import": "torch", "seconds": imports["import_torch_s"], "ratio": 1.0},

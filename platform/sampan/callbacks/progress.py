@@ -41,6 +41,7 @@ class ProgressBar(Callback):
         self.mininterval = mininterval
         self._bar = None
         self._epochs = 1
+        self._waiting = False  # the bar says that the first step compiles (prepare(to_static=True))
 
     def _enabled(self, bar: bool) -> bool:
         main = getattr(getattr(self.model, "_strategy", None), "is_main", True)
@@ -62,6 +63,9 @@ class ProgressBar(Callback):
     def _update(self, step: int, logs: dict | None) -> None:
         if self._bar is None:
             return
+        if self._waiting:
+            self._waiting = False
+            self._bar.set_postfix_str("", refresh=False)
         self._bar.update(1)
         if logs and (step + 1) % self.log_freq == 0:
             self._bar.set_postfix(_fmt(logs), refresh=False)
@@ -73,6 +77,10 @@ class ProgressBar(Callback):
     def on_epoch_begin(self, epoch, logs=None):
         if self._enabled(bar=True):
             self._open(self.params.get("steps"), f"Epoch {epoch + 1}/{self._epochs}")
+            static = getattr(getattr(self.model, "_train_net", None), "_sampan_static", None)
+            if static is not None and static.first_training_step_waits:  # else the bar sits at 0 with no word
+                self._waiting = True
+                self._bar.set_postfix_str("to_static: compiling and timing the first step", refresh=True)
 
     def on_train_batch_end(self, step, logs=None):
         self._update(step, logs)

@@ -270,6 +270,12 @@ class StaticFunction:
         return self.original(*args, **kwargs)
 
     # -- the faster path for training -------------------------------------------------------------
+    @property
+    def first_training_step_waits(self) -> bool:
+        """Whether the next training call compiles, or times the paths, before it trains (seconds to a minute
+        on a CPU): ``Model.fit``'s progress bar says so while the first step runs."""
+        return self.status == "pending" or (self.status != "eager" and self._train_path is None)
+
     def _training_call(self, args: tuple) -> bool:
         if not torch.is_grad_enabled():
             return False

@@ -66,10 +66,16 @@ def test_static_training_follows_the_eager_loss_curve(digits):
     assert curves[True][-1] < 0.85 * curves[True][0]  # and it learns
 
 
-def test_the_training_path_is_measured_kept_and_said(digits):
+def test_the_training_path_is_measured_kept_and_said(digits, capsys):
     model, _ = _model(True)
-    model.fit(digits, epochs=1, batch_size=32, verbose=0)
     static = model.network.forward
+    assert static.first_training_step_waits
+    model.fit(digits, epochs=2, batch_size=32, verbose=1)
+    assert not static.first_training_step_waits
+    bars = capsys.readouterr().err
+    # the bar says why the first step takes seconds, in the first epoch only
+    assert bars.count("to_static: compiling and timing the first step") == 1, bars
+    assert "Epoch 1/2" in bars and "Epoch 2/2" in bars
     choice = static.train_choice
     assert choice.compiled_seconds > 0 and choice.eager_seconds > 0
     assert choice.path == ("eager" if choice.eager_seconds < choice.compiled_seconds else "compiled")

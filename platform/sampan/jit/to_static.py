@@ -224,6 +224,9 @@ class StaticFunction:
                 # it compiled after all (torch.compile's caches were reset), so without freezing: again
                 self._compiled.pop(variant, None)
                 fn = self._compiled_fn(variant)
+            module = self._module(args)
+            if module is not None:
+                _settle_ambiguous(module)  # before the weights become the frozen graph's constants
             with torch._inductor.config.patch(freezing=True):
                 out = fn(*args, **kwargs)
             seen[shapes] = fn
@@ -562,11 +565,40 @@ def _layout_of(module: nn.Module) -> str | None:
 
 def _set_layout(module: nn.Module, layout: str | None) -> bool:
     """Puts the layer's 4-d weights (and so its activations) in ``layout``, in place: the parameters stay the
-    same objects. Returns whether anything changed."""
-    if layout is None or _layout_of(module) == layout:
+    same objects. Returns whether anything changed.
+
+    NCHW means NCHW strides, also for a weight that is both layouts at once (one input channel, as the first
+    convolution of a digits CNN): ``.to(memory_format=torch.contiguous_format)`` leaves such a weight's
+    channels-last strides as they are, and oneDNN reads strides, not values (see :func:`_settle_ambiguous`)."""
+    if layout is None:
         return False
-    module.to(memory_format=_FORMATS[layout])
-    return True
+    changed = _layout_of(module) != layout
+    if changed:
+        module.to(memory_format=_FORMATS[layout])
+    if layout == "contiguous":
+        changed = _settle_ambiguous(module) or changed
+    return changed
+
+
+def _settle_ambiguous(module: nn.Module) -> bool:
+    """Gives NCHW strides to every 4-d parameter and buffer that is contiguous in both layouts (one input channel,
+    or 1 x 1 kernels with one output channel) but has channels-last strides; the values and their order in memory
+    stay. Returns whether any changed.
+
+    Such a weight made a frozen graph fail at its next input size (torch 2.14, inductor's oneDNN convolution):
+    compiled, its output was taken to be channels-last from the weight's strides, while the kernel, reading the
+    NCHW input, wrote NCHW (``AssertionError: expected ... stride 1==64``). It comes from
+    ``net.to(memory_format=torch.channels_last)`` on a network whose first convolution reads one channel (LeNet),
+    and from ``prepare(to_static=True)``'s probe of that layout.
+    """
+    changed = False
+    for tensor in (*module.parameters(), *module.buffers()):
+        if (tensor.dim() == 4 and tensor.is_contiguous() and tensor.is_contiguous(memory_format=torch.channels_last)
+                and tensor.stride() != torch.empty_like(tensor, device="meta",
+                                                        memory_format=torch.contiguous_format).stride()):
+            tensor.data = tensor.data.clone(memory_format=torch.contiguous_format)  # keeps the object and _version
+            changed = True
+    return changed
 
 
 def _tensors(out: Any) -> list[torch.Tensor]:

@@ -72,6 +72,9 @@ def test_the_training_path_is_measured_kept_and_said(digits, capsys):
     assert static.first_training_step_waits
     model.fit(digits, epochs=2, batch_size=32, verbose=1)
     assert not static.first_training_step_waits
+    # evaluation at other batch sizes (a frozen graph, then a dynamic one) after the probe timed both layouts of a
+    # network whose first convolution reads one channel: the probe put that weight back in NCHW strides too
+    assert model.evaluate(digits, batch_size=48, verbose=0)["loss"] > 0
     bars = capsys.readouterr().err
     # the bar says why the first step takes seconds, in the first epoch only
     assert bars.count("to_static: compiling and timing the first step") == 1, bars

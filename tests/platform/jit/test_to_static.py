@@ -169,6 +169,24 @@ def test_inference_calls_really_fold_the_weights():
         torch.testing.assert_close(net(x), net.forward.original(x))
 
 
+def test_lenet_channels_last_runs_frozen_at_every_batch_size():
+    # LeNet's first convolution reads one channel, so its weight is both layouts at once; with the channels-last
+    # strides that net.to(memory_format=torch.channels_last) gives it, a frozen graph failed at the next batch size
+    # (torch 2.14: "AssertionError: expected size 6==6, stride 1==784 at dim=1").
+    eager = lenet()
+    net = to_static(lenet().to(memory_format=torch.channels_last), pick_faster=False)
+    first, second = [m.weight for m in net.modules() if isinstance(m, nn.Conv2d)][:2]
+    assert first.stride()[1] == 1 and second.is_contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        for batch in (32, 64, 17):
+            x = torch.randn(batch, 1, 28, 28)
+            torch.testing.assert_close(net(x), eager(x), rtol=1e-4, atol=1e-5)
+    assert net.forward.status == "compiled"
+    assert first.stride() == torch.empty_like(first, memory_format=torch.contiguous_format).stride()  # NCHW's
+    assert second.is_contiguous(memory_format=torch.channels_last)  # the network stays channels-last
+    torch.testing.assert_close(first, [m.weight for m in eager.modules() if isinstance(m, nn.Conv2d)][0])
+
+
 def test_a_module_copied_under_inference_mode_still_compiles():
     """Parameters created under inference_mode keep no version counter; to_static must not trip on it."""
     import copy

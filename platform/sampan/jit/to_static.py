@@ -587,7 +587,8 @@ def _settle_ambiguous(module: nn.Module) -> bool:
 
     Such a weight made a frozen graph fail at its next input size (torch 2.14, inductor's oneDNN convolution):
     compiled, its output was taken to be channels-last from the weight's strides, while the kernel, reading the
-    NCHW input, wrote NCHW (``AssertionError: expected ... stride 1==64``). It comes from
+    NCHW input, wrote NCHW (``AssertionError: expected ... stride 1==64``; pytorch/pytorch#121400 mended this
+    for a one-channel input, not for a one-channel weight). It comes from
     ``net.to(memory_format=torch.channels_last)`` on a network whose first convolution reads one channel (LeNet),
     and from ``prepare(to_static=True)``'s probe of that layout.
     """

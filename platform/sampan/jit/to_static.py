@@ -558,7 +558,7 @@ def _layout_of(module: nn.Module) -> str | None:
     weights = [m.weight for m in module.modules() if isinstance(m, nn.Conv2d)]
     if not weights:
         return None
-    # a weight with one input channel and a 1x1 kernel is both at once: look for one that tells them apart
+    # a weight with one input channel, or a 1x1 kernel, is both at once: look for one that tells them apart
     return "channels_last" if any(not w.is_contiguous() and w.is_contiguous(memory_format=torch.channels_last)
                                   for w in weights) else "contiguous"
 
@@ -582,7 +582,7 @@ def _set_layout(module: nn.Module, layout: str | None) -> bool:
 
 def _settle_ambiguous(module: nn.Module) -> bool:
     """Gives NCHW strides to every 4-d parameter and buffer that is contiguous in both layouts (one input channel,
-    or 1 x 1 kernels with one output channel) but has channels-last strides; the values and their order in memory
+    or a 1 x 1 kernel) but has channels-last strides; the values and their order in memory
     stay. Returns whether any changed.
 
     Such a weight made a frozen graph fail at its next input size (torch 2.14, inductor's oneDNN convolution):

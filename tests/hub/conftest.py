@@ -167,6 +167,21 @@ class Hub:
             time.sleep(1)
         assert not waiting, f"servers not ready: {waiting}\n{self.log_tail()}"
 
+    def server_port(self, name: str) -> int:
+        """The port ``name``'s running server listens on (read from its process's environment)."""
+        import psutil
+        from urllib.parse import urlsplit
+
+        home = str(self.dir / "users" / name)
+        for proc in psutil.process_iter():
+            try:
+                env = proc.environ()
+            except psutil.Error:
+                continue
+            if env.get("SAMPAN_LEARNER_HOME") == home and env.get("JUPYTERHUB_SERVICE_URL"):
+                return urlsplit(env["JUPYTERHUB_SERVICE_URL"]).port
+        raise LookupError(f"no server of {name} is running")
+
     def execute(self, name: str, code: str, *, token: str, kernel: str = "sampan", timeout: float = 120.0) -> str:
         """Runs ``code`` in a new kernel of ``name``'s server over the Jupyter API; returns its stdout."""
         import websocket

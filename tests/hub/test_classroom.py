@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from sampan.path.exercise import Exercises
+from sampan.utils.net import LOWEST, ephemeral_range
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 
@@ -82,6 +83,10 @@ def test_signup_needs_approval_and_wrong_passwords_say_nothing(hub):
 
 def test_a_lesson_in_a_learners_kernel_reaches_the_teacher_dashboard(hub):
     hub.spawn(*LEARNERS, "ta")
+    # the servers listen below the ephemeral range, where no outgoing connection takes their port before they bind
+    # it (JupyterHub's own pick collided once in `make test`: "port 34473 is not available", then a 500)
+    low = ephemeral_range()[0]
+    assert all(LOWEST <= hub.server_port(name) < low for name in (*LEARNERS, "ta"))
     alice = hub.token_for("alice")
     out = hub.execute("alice", QUICK_LESSON, token=alice)
     assert f"{EXERCISES - 1}/{EXERCISES} exercises right" in out and "complete" in out

@@ -22,6 +22,7 @@ from jupyterhub.spawner import SimpleLocalProcessSpawner
 from traitlets import Unicode
 
 from sampan.hub.course import sync_course
+from sampan.utils.net import free_port
 
 
 class SampanSpawner(SimpleLocalProcessSpawner):
@@ -44,6 +45,8 @@ class SampanSpawner(SimpleLocalProcessSpawner):
         link = home / "datasets"
         if self.datasets_dir and not link.exists() and not link.is_symlink():
             link.symlink_to(Path(self.datasets_dir), target_is_directory=True)
+        if not self.port:  # JupyterHub's own pick is an ephemeral port, which any outgoing connection may take first
+            self.port = free_port()
         return await super().start()
 
     def user_env(self, env):

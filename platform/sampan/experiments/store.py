@@ -6,8 +6,8 @@
 """
 from __future__ import annotations
 
-import functools
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +87,57 @@ def _unwritable(folder: Path, source: str, why: str) -> str:
             f"or turn recording off with SAMPAN_TRACKING=0.")
 
 
-@functools.lru_cache(maxsize=8)
+_CLIENTS_KEPT = 8
+_clients: dict[str, tuple[Any, tuple[int, int] | None]] = {}  # uri: (client, the SQLite file it opened)
+_clients_lock = threading.Lock()
+
+
+def _file_id(db: Path) -> tuple[int, int] | None:
+    try:
+        info = db.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def _client(uri: str):
+    """The cached client of ``uri``; made again when its SQLite file was deleted or replaced since it was opened
+    (a learner resetting the store while the recording service, a long-lived process, kept it open)."""
+    db = sqlite_path(uri)
+    with _clients_lock:
+        cached = _clients.pop(uri, None)
+        if cached is not None and (db is None or cached[1] == _file_id(db)):
+            _clients[uri] = cached  # the most recent last
+            return cached[0]
+        if cached is not None:
+            _forget_engine(db)
+        client = _open(uri, db)
+        _clients[uri] = (client, None if db is None else _file_id(db))
+        while len(_clients) > _CLIENTS_KEPT:
+            del _clients[next(iter(_clients))]
+        return client
+
+
+def _forget_engine(db: Path) -> None:
+    """Drops what MLflow 3 keeps of the SQLite file ``db``: its engine (``SqlAlchemyStore._engine_map``) and the
+    stores built on it (the store registry's cache). Their connections still point at the old file, and a write
+    through them fails ("attempt to write a readonly database") or goes to a file that no longer has a name.
+    (``test_runs_go_to_the_store_file_there_is_now_after_it_was_replaced_or_deleted`` fails if MLflow moves them.)"""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from mlflow.tracking._tracking_service import utils
+
+    engines = getattr(SqlAlchemyStore, "_engine_map", {})
+    with getattr(SqlAlchemyStore, "_engine_map_lock", threading.Lock()):
+        for key in [k for k in engines if sqlite_path(k) == db]:
+            engines.pop(key).dispose()
+    stores = getattr(type(getattr(utils, "_tracking_store_registry", None)), "_get_store_with_resolved_uri", None)
+    if hasattr(stores, "cache_clear"):
+        stores.cache_clear()  # every store; the others are built again on their cached engines
+
+
+def _open(uri: str, db: Path | None):
     from mlflow.tracking import MlflowClient
 
-    db = sqlite_path(uri)
     if db is None:
         return MlflowClient(tracking_uri=uri)
     with file_lock(db.with_name(f".{db.name}.lock")):  # two processes creating one SQLite store race otherwise

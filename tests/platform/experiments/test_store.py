@@ -68,3 +68,31 @@ def test_a_creator_that_dies_while_building_the_store_leaves_no_half_made_store(
     client = store.client(uri)  # the next process builds it again, cleanly
     assert db.exists() and not list(db.parent.glob(".mlflow.db.*.new"))
     assert [e.name for e in client.search_experiments()] == ["Default"]
+
+
+def test_runs_go_to_the_store_file_there_is_now_after_it_was_replaced_or_deleted(tmp_path):
+    # The recording service is a long-lived process that keeps each store open; a learner who restores the store from
+    # a copy, or deletes it to start afresh, must find the next runs in the file that is there now (its cached
+    # connections wrote to the old file, or failed: "attempt to write a readonly database").
+    import shutil
+    import sqlite3
+
+    from sampan.experiments import recorder
+
+    db = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{db.as_posix()}"
+
+    def names() -> list[str]:
+        with sqlite3.connect(db) as conn:
+            return sorted(name for (name,) in conn.execute("SELECT name FROM runs"))
+
+    recorder.start_run(uri, "sampan", "before the copy", {}, {})
+    shutil.copy(db, tmp_path / "copy.db")
+    recorder.start_run(uri, "sampan", "after the copy", {}, {})
+    assert names() == ["after the copy", "before the copy"]
+    (tmp_path / "copy.db").replace(db)  # restored from the copy
+    recorder.start_run(uri, "sampan", "after the restore", {}, {})
+    assert names() == ["after the restore", "before the copy"]
+    db.unlink()  # deleted
+    recorder.start_run(uri, "sampan", "in a new store", {}, {})
+    assert names() == ["in a new store"]

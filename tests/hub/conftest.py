@@ -87,13 +87,8 @@ class Hub:
         except (OSError, ValueError, psutil.Error):
             pass
         users = str(self.dir / "users")
-        for proc in psutil.process_iter():
-            try:
-                env = proc.environ()
-            except psutil.Error:
-                continue
-            if env.get("SAMPAN_HUB_USERS") == users or env.get("SAMPAN_LEARNER_HOME", "").startswith(users + os.sep):
-                found.append(proc)
+        found += [proc for proc, env in _environments()
+                  if env.get("SAMPAN_HUB_USERS") == users or env.get("SAMPAN_LEARNER_HOME", "").startswith(users + os.sep)]
         for proc in found:
             try:
                 proc.terminate()
@@ -169,15 +164,10 @@ class Hub:
 
     def server_port(self, name: str) -> int:
         """The port ``name``'s running server listens on (read from its process's environment)."""
-        import psutil
         from urllib.parse import urlsplit
 
         home = str(self.dir / "users" / name)
-        for proc in psutil.process_iter():
-            try:
-                env = proc.environ()
-            except psutil.Error:
-                continue
+        for _, env in _environments():
             if env.get("SAMPAN_LEARNER_HOME") == home and env.get("JUPYTERHUB_SERVICE_URL"):
                 return urlsplit(env["JUPYTERHUB_SERVICE_URL"]).port
         raise LookupError(f"no server of {name} is running")
@@ -214,6 +204,17 @@ class Hub:
         finally:
             ws.close()
         raise TimeoutError(f"no reply within {timeout} s; output so far: {''.join(out)}")
+
+
+def _environments():
+    """``(process, its environment)`` for every process whose environment can be read."""
+    import psutil
+
+    for proc in psutil.process_iter():
+        try:
+            yield proc, proc.environ()
+        except psutil.Error:
+            continue
 
 
 def _login_error(html: str) -> str:

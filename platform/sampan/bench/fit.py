@@ -107,6 +107,23 @@ def _resnet18() -> torch.nn.Module:
     return resnet18(num_classes=10, in_channels=1)
 
 
+def _in_memory(dataset, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``n`` images and labels of ``dataset`` (all of them if fewer), stacked."""
+    n = min(n, len(dataset))
+    return torch.stack([dataset[i][0] for i in range(n)]), torch.tensor([int(dataset[i][1]) for i in range(n)])
+
+
+def _seeded_model(make, memory_format: torch.memory_format | None = None, **prepare):
+    """``make()`` built from seed 0 (in ``memory_format``), in a ``Model`` prepared with Adam and cross-entropy."""
+    import sampan
+
+    torch.manual_seed(0)
+    net = make() if memory_format is None else make().to(memory_format=memory_format)
+    model = sampan.Model(net)
+    model.prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss(), **prepare)
+    return model
+
+
 def compiled_training(quick: bool = False) -> dict:
     """``Model.fit`` after ``prepare()`` against ``prepare(to_static=True)``: seconds per step, interleaved.
 
@@ -116,26 +133,18 @@ def compiled_training(quick: bool = False) -> dict:
     32 x 32 (256 images), batch 32. Which path ``to_static`` kept, and what else it changed, is its
     ``explain`` (column "to_static runs").
     """
-    import sampan
     from sampan.bench._timing import interleaved
     from sampan.data import load_dataset
 
     digits = load_dataset("digits", "train")
-    images = torch.stack([digits[i][0] for i in range(256)])
-    labels = torch.tensor([int(digits[i][1]) for i in range(256)])
+    images, labels = _in_memory(digits, 256)
     big = torch.utils.data.TensorDataset(
         torch.nn.functional.interpolate(images, size=32, mode="bilinear", align_corners=False), labels)
     cases = {"digits CNN": (_cnn, digits), "resnet18 32x32": (_resnet18, big)}
     repeat = 3 if quick else 7
     rows, results = [], {}
     for name, (make, data) in cases.items():
-        models = {}
-        for static in (False, True):
-            torch.manual_seed(0)
-            net = make()
-            model = sampan.Model(net)
-            model.prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss(), to_static=static)
-            models["to_static" if static else "eager"] = model
+        models = {"eager": _seeded_model(make), "to_static": _seeded_model(make, to_static=True)}
         fits = {k: (lambda m=m: m.fit(data, epochs=1, batch_size=32, verbose=0)) for k, m in models.items()}
         with contextlib.redirect_stderr(io.StringIO()):  # the warm-up fit compiles; to_static measures its path
             times = interleaved(fits, repeat=repeat, warmup=1)
@@ -175,28 +184,18 @@ def channels_last_training(quick: bool = False) -> dict:
     the largest difference of their epoch losses. It is float rounding (about 1e-7 at the first step), which
     training amplifies step by step, as it would amplify any other change of summation order.
     """
-    import sampan
     from sampan.bench._timing import interleaved
     from sampan.data import load_dataset
     from sampan.vision.models import LeNet
 
-    def tensors(dataset, n: int) -> torch.utils.data.TensorDataset:
-        n = min(n, len(dataset))
-        return torch.utils.data.TensorDataset(torch.stack([dataset[i][0] for i in range(n)]),
-                                              torch.tensor([int(dataset[i][1]) for i in range(n)]))
-
-    cases = {"SmallCNN, shapes 3x32x32": (_small_cnn, tensors(load_dataset("shapes", "train"), 640 if quick else 1920),
-                                          64),
-             "LeNet, digits 1x28x28": (LeNet, tensors(load_dataset("digits", "train", size=28), 1257), 16)}
+    shapes = torch.utils.data.TensorDataset(*_in_memory(load_dataset("shapes", "train"), 640 if quick else 1920))
+    digits = torch.utils.data.TensorDataset(*_in_memory(load_dataset("digits", "train", size=28), 1257))
+    cases = {"SmallCNN, shapes 3x32x32": (_small_cnn, shapes, 64), "LeNet, digits 1x28x28": (LeNet, digits, 16)}
     repeat = 3 if quick else 7
     rows, results = [], {}
     for name, (make, data, batch) in cases.items():
-        models, losses = {}, {}
-        for layout, fmt in (("NCHW", torch.contiguous_format), ("channels-last", torch.channels_last)):
-            torch.manual_seed(0)
-            net = make().to(memory_format=fmt)
-            models[layout] = sampan.Model(net)
-            models[layout].prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss())
+        models = {"NCHW": _seeded_model(make), "channels-last": _seeded_model(make, torch.channels_last)}
+        losses: dict[str, list[float]] = {}
 
         def fit(layout: str) -> None:
             torch.manual_seed(len(losses.setdefault(layout, [])))  # the same shuffles for both layouts

@@ -211,7 +211,25 @@ def _cpu_kernels() -> str:
     if not torch.allclose(got, want, rtol=1e-3, atol=1e-4 * float(want.abs().max())):
         raise RuntimeError(f"{cpu}; the int8 GEMV kernel differs from float by {float((got - want).abs().max()):.3g}")
     f4 = f4_unavailable()
-    return f"{cpu}; int8 GEMV built, matches float; Winograd F(4x4) {'built' if f4 is None else f'unavailable: {f4}'}"
+    return (f"{cpu}; int8 GEMV built, matches float; Winograd F(4x4) {'built' if f4 is None else f'unavailable: {f4}'}"
+            f"; {_amx_kernel()}")
+
+
+def _amx_kernel() -> str:
+    """Whether the bf16x3 AMX convolution runs here and matches float64 (it is an Intel Xeon's, from Sapphire
+    Rapids on: elsewhere the reason)."""
+    from sampan.jit import amx
+
+    reason = amx.unavailable()
+    if reason is not None:
+        return f"AMX bf16x3 convolution unavailable: {reason}"
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(1, 32, 9, 9, generator=g), torch.randn(48, 32, 3, 3, generator=g)
+    want = torch.nn.functional.conv2d(x.double(), w.double(), stride=2, padding=1)
+    error = float((amx.conv2d_bf16x3(x, w, None, 2, 1).double() - want).abs().max() / want.abs().max())
+    if error > 2e-5:
+        raise RuntimeError(f"the AMX bf16x3 convolution differs from float64 by {error:.2g} of the outputs' scale")
+    return f"AMX bf16x3 convolution built, within {error:.1g} of float64"
 
 
 def _allreduce_worker(rank: int, world: int, port: int, queue) -> None:

@@ -73,6 +73,11 @@ def test_the_cpu_kernels_item_builds_them_runs_the_int8_gemv_and_names_the_int8_
     path = "inductor" if int8_vnni() else "fbgemm, 1-2 rows on the int8 GEMV"
     assert f"VNNI {'yes' if int8_vnni() else 'no'} (compile_int8: {path})" in detail, detail
     assert "int8 GEMV built, matches float; Winograd F(4x4) built" in detail, detail
+    from sampan.jit import amx
+
+    reason = amx.unavailable()  # an Intel Xeon's (from Sapphire Rapids on): elsewhere the reason, not a failure
+    assert (f"; AMX bf16x3 convolution unavailable: {reason}" if reason else "; AMX bf16x3 convolution built, within ")\
+        in detail, detail
     # without a compiler: a warning that says why, not a failed report
     monkeypatch.setitem(cpp_kernels._STATE, gemv._NAME, "no C++ compiler ('c++' is not on PATH)")
     item = check._run("cpu: Sampan's C++ kernels", check._cpu_kernels, required=False)

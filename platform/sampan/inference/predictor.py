@@ -14,6 +14,7 @@ from sampan.errors import SampanError, UnsafeFileError, bad_argument, first_line
 from sampan.inference import bf16, winograd
 from sampan.inference.config import Config
 from sampan.jit import _artifacts as art
+from sampan.jit import amx as jit_amx
 from sampan.jit._specs import allclose, check_inputs, example_inputs, max_abs_diff
 from sampan.spec import InputSpec
 
@@ -131,6 +132,7 @@ class Predictor:
         self.rejected: dict[str, str] = {}
         self.candidates: list[Candidate] = []
         self.bf16_error: float | None = None
+        self.winograd_convolutions: dict[str, int] = {}  # the Winograd candidate's, by kind (batch-1 graph)
         self.compile_seconds: dict[str, float] = {}
         if config.use_gpu() and not torch.cuda.is_available():
             raise ValueError("Config.enable_use_gpu() was called but no CUDA device is available. "
@@ -231,7 +233,9 @@ class Predictor:
         """Adds the Winograd candidate to ``loaded`` when it replaced a convolution and agrees with the
         ``reference`` within the fp32 tolerance (at batch 2 too, with a dynamic dimension); else records why not."""
         try:
-            compiled, backend = winograd.compile_winograd(self._pt2_module(loaded), self._specs, only_f4=only_f4)
+            amx = jit_amx.unavailable() is None
+            compiled, backend = winograd.compile_winograd(self._pt2_module(loaded), self._specs, only_f4=only_f4,
+                                                          amx=amx)
             run = _TorchBackend(compiled, "cpu")
             checks = [(run(sample), reference)]
             if any(s.dynamic_dims for s in self._specs):
@@ -243,7 +247,8 @@ class Predictor:
             self.rejected[winograd.NAME] = f"could not compile or run it: {first_line(exc)}"
             return
         if not backend.rewritten:
-            self.rejected[winograd.NAME] = "the model has no 3x3 stride-1 convolution that Winograd takes"
+            self.rejected[winograd.NAME] = ("the model has no 3x3 stride-1 convolution that Winograd takes"
+                                            + (" and no other that the AMX kernel takes" if amx else ""))
             return
         for out, ref in checks:
             if not allclose(out, ref, rtol=1e-3, atol=1e-4):
@@ -251,6 +256,7 @@ class Predictor:
                 warnings.warn(f"Predictor: the {winograd.NAME} backend disagrees with the others; not using it.",
                               RuntimeWarning)
                 return
+        self.winograd_convolutions = backend.kinds[0]
         loaded[winograd.NAME] = run
 
     def _pt2_module(self, loaded: dict[str, Callable]) -> torch.nn.Module:
@@ -270,6 +276,8 @@ class Predictor:
                 reason = reason if reason.startswith("refused: ") else f"rejected: {reason}"
             else:
                 reason = f"slower than {best}"
+            if name == winograd.NAME and name in timings:
+                reason += f" ({winograd.describe(self.winograd_convolutions)} at batch 1)"
             if name == bf16.NAME and name in timings:
                 reason += (f" (bf16 vs fp32: max relative error {self.bf16_error:.2g} <= "
                            f"{self.config.bf16_max_rel_error:.2g})")

@@ -19,7 +19,7 @@ compile: about 20 s for resnet18 on one core). Only F(4 x 4) is used so.
 """
 from __future__ import annotations
 
-import functools
+from collections import Counter
 from typing import Callable
 
 import torch
@@ -59,16 +59,39 @@ def auto_refusal(config, exported: dict, program: Callable[[], torch.nn.Module])
     return None
 
 
-def compile_winograd(module: torch.nn.Module, specs: list[InputSpec],
-                     only_f4: bool = False) -> tuple[Callable, FrozenBackend]:
-    """``module`` compiled with freezing and the Winograd rewrite (F(4 x 4) only, with ``only_f4``); the backend
-    tells how many convolutions it replaced (``backend.rewritten``, after the first call)."""
+def compile_winograd(module: torch.nn.Module, specs: list[InputSpec], only_f4: bool = False,
+                     amx: bool = False) -> tuple[Callable, FrozenBackend]:
+    """``module`` compiled with freezing and the Winograd rewrite (F(4 x 4) only, with ``only_f4``; the other
+    convolutions by :mod:`sampan.jit.amx` where it can, with ``amx``); the backend tells how many convolutions it
+    replaced (``backend.rewritten``, after the first call)."""
     from sampan.jit.winograd import rewrite
 
-    backend = FrozenBackend("inductor", rewrite=functools.partial(rewrite, only_f4=only_f4))
+    def counted(gm: torch.fx.GraphModule) -> int:
+        replaced = rewrite(gm, only_f4=only_f4, amx=amx)
+        backend.kinds.append(kinds(gm))
+        return replaced
+
+    backend = FrozenBackend("inductor", rewrite=counted)
+    backend.kinds = []  # per graph compiled (batch 1 first, then larger batches): what computes its convolutions
 
     def forward(*args):
         out = module(*args)
         return list(out) if isinstance(out, (list, tuple)) else [out]
 
     return _pt2_candidate.compile_frozen(forward, specs, backend), backend
+
+
+def kinds(gm: torch.fx.GraphModule) -> dict[str, int]:
+    """How many of a rewritten graph's convolutions each way computes, by name (``"F(4x4)"``, ``"F(2x2)"``,
+    ``"AMX bf16x3"``)."""
+    from sampan.jit.amx import conv2d_bf16x3
+    from sampan.jit.winograd import conv3x3, conv3x3_f4
+
+    names = {conv3x3_f4: "F(4x4)", conv3x3: "F(2x2)", conv2d_bf16x3: "AMX bf16x3"}
+    return dict(Counter(names[n.target] for n in gm.graph.nodes if n.op == "call_function" and n.target in names))
+
+
+def describe(counts: dict[str, int]) -> str:
+    """:func:`kinds`' counts in words: "convolutions: 10 by Winograd F(4x4), 9 by three bf16 products on AMX"."""
+    words = {"F(4x4)": "Winograd F(4x4)", "F(2x2)": "Winograd F(2x2)", "AMX bf16x3": "three bf16 products on AMX"}
+    return "convolutions: " + ", ".join(f"{n} by {words[k]}" for k, n in counts.items())

@@ -296,33 +296,59 @@ def _pair(value, default) -> tuple | None:
     return None  # "same" / "valid" strings, symbolic sizes: left to the direct convolution
 
 
-def rewrite(gm: torch.fx.GraphModule, only_f4: bool = False) -> int:
+def rewrite(gm: torch.fx.GraphModule, only_f4: bool = False, amx: bool = False) -> int:
     """Replaces every eligible 3 x 3 stride-1 conv2d in a Dynamo graph by :func:`conv3x3_f4` (calls of at least
     ``MIN_TILES_F4`` tiles of 4 x 4 outputs, batch included, channels in multiples of 8, where the kernel runs) or
-    :func:`conv3x3` (F(2 x 2, 3 x 3): maps of at least ``MIN_TILES`` tiles of 2 x 2; not with ``only_f4``).
+    :func:`conv3x3` (F(2 x 2, 3 x 3): maps of at least ``MIN_TILES`` tiles of 2 x 2; not with ``only_f4``). With
+    ``amx``, the conv2d calls left (stride 2, 1 x 1, small maps) that :func:`sampan.jit.amx.eligible` allows go to
+    :func:`sampan.jit.amx.conv2d_bf16x3`.
 
     Returns how many were replaced (0 leaves the graph as it was).
     """
     count = 0
     for node in list(gm.graph.nodes):
         chosen = _eligible(node, only_f4)
-        if chosen is None:
+        geometry = _amx_geometry(node) if chosen is None and amx else None
+        if chosen is None and geometry is None:
             continue
-        padding, m = chosen
-        x, weight = node.args[0], node.args[1]
+        x, weight = node.args[:2]
         bias = node.args[2] if len(node.args) > 2 else None
+        if chosen is not None:
+            padding, m = chosen
+            target, args = (conv3x3_f4 if m == 4 else conv3x3), (x, weight, bias, padding)
+        else:
+            from sampan.jit.amx import conv2d_bf16x3
+
+            target, args = conv2d_bf16x3, (x, weight, bias, *geometry)
         with gm.graph.inserting_before(node):
-            new = gm.graph.call_function(conv3x3_f4 if m == 4 else conv3x3, (x, weight, bias, padding))
+            new = gm.graph.call_function(target, args)
         new.meta.update(node.meta)
         node.replace_all_uses_with(new)
         gm.graph.erase_node(node)
-        if m == 4:
+        if target is not conv3x3:
             _fuse_epilogue(gm.graph, new)
         count += 1
     if count:
         gm.graph.lint()
         gm.recompile()
     return count
+
+
+def _amx_geometry(node) -> tuple[int, int] | None:
+    """``(stride, padding)`` of a conv2d node that the bf16x3 AMX kernel takes here, else None."""
+    if node.op != "call_function" or node.target not in _CONV2D or node.kwargs:
+        return None
+    args = list(node.args) + [None] * (7 - len(node.args))
+    x, weight, _bias, stride, padding, dilation, groups = args
+    xv, wv = _meta(x), _meta(weight)
+    if xv is None or wv is None:
+        return None
+    from sampan.jit import amx
+
+    stride, padding = _pair(stride, 1), _pair(padding, 0)
+    if not amx.eligible(wv, xv, stride, padding, _pair(dilation, 1), groups):
+        return None
+    return stride[0], padding[0]
 
 
 # as Dynamo records them from Python code, and from an exported program (the predictor's graphs)
@@ -333,11 +359,11 @@ _BATCH_NORM = {F.batch_norm, torch.ops.aten.batch_norm.default}
 
 
 def _fuse_epilogue(graph: torch.fx.Graph, conv: torch.fx.Node) -> None:
-    """Moves what follows an F(4 x 4) node into its kernel call, as far as the chain goes: an eval-mode batch norm
+    """Moves what follows an F(4 x 4) or bf16x3 AMX node (whose function takes ``residual, relu, bn`` after the
+    convolution's own arguments) into its kernel call, as far as the chain goes: an eval-mode batch norm
     (folded into the weights; freezing computes them once), a residual add of a tensor of the output's shape, and a
     ReLU. Each step must be the only user of the one before (resnet18 at batch 1: ten passes over activations that
     inductor ran as separate kernels)."""
-    x, weight, bias, padding = conv.args
     bn = residual = None
     relu = False
     chain = [conv]
@@ -362,7 +388,7 @@ def _fuse_epilogue(graph: torch.fx.Graph, conv: torch.fx.Node) -> None:
     if len(chain) == 1:
         return
     with graph.inserting_before(chain[-1]):  # where the residual is known (a downsample may come after the conv)
-        fused = graph.call_function(conv3x3_f4, (x, weight, bias, padding, residual, relu, bn))
+        fused = graph.call_function(conv.target, (*conv.args, residual, relu, bn))
     fused.meta.update(chain[-1].meta)
     chain[-1].replace_all_uses_with(fused)
     for node in reversed(chain):  # each was the only user of the one before

@@ -10,6 +10,7 @@ from torch import nn
 import sampan
 from sampan import InputSpec
 from sampan.inference import Config, create_predictor, winograd
+from sampan.jit import amx as jit_amx
 from sampan.jit import winograd as jit_winograd
 from sampan.utils import cpp_kernels
 
@@ -58,8 +59,10 @@ def test_winograd_candidate_is_verified_timed_and_chosen_only_when_fastest(expor
     assert predictor.backend == min(predictor.timings, key=predictor.timings.get)
     candidate = next(c for c in predictor.candidates if c.name == winograd.NAME)
     assert candidate.precision == "fp32" and candidate.latency_s == predictor.timings[winograd.NAME]
-    assert candidate.reason == ("fastest of the verified backends" if candidate.chosen
-                                else f"slower than {predictor.backend}")
+    # the report says what computes the candidate's convolutions: `body` by F(4x4) (the stem's 3 channels are few)
+    assert predictor.winograd_convolutions == {"F(4x4)": 1}
+    assert candidate.reason == ("fastest of the verified backends" if candidate.chosen else
+                                f"slower than {predictor.backend}") + " (convolutions: 1 by Winograd F(4x4) at batch 1)"
     assert f"{winograd.NAME} fp32" in predictor.report()
     # what it cost to build: in the report, beside the candidate (the others are not compiled)
     assert candidate.compile_s == predictor.compile_seconds[winograd.NAME] > 0
@@ -90,7 +93,8 @@ def test_a_model_without_a_convolution_winograd_takes_is_rejected_with_the_reaso
     _, prefix = exported_lenet  # LeNet: a 3x3 conv with one input channel and a 5x5 one
     predictor = create_predictor(_config(prefix))
     assert winograd.NAME not in predictor.timings
-    assert predictor.rejected[winograd.NAME] == "the model has no 3x3 stride-1 convolution that Winograd takes"
+    amx = " and no other that the AMX kernel takes" if jit_amx.unavailable() is None else ""  # 6 and 1 channels
+    assert predictor.rejected[winograd.NAME] == "the model has no 3x3 stride-1 convolution that Winograd takes" + amx
     assert "inductor-winograd fp32     not timed  rejected: the model has no 3x3" in predictor.report()
 
 
@@ -157,3 +161,35 @@ def test_without_being_asked_it_is_tried_for_heavy_convolutions_only(tmp_path, m
 
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")  # AVX-512 CPUs too
     assert winograd.NAME in names(Config(prefix))[0]
+
+
+class _Strided(nn.Module):
+    """A stride-2 convolution (Winograd does not take it; the AMX kernel does, where it runs), then a 3x3 one on a
+    16 x 16 map (F(4x4))."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.body = nn.Conv2d(32, 32, 3, padding=1)
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(torch.relu(self.down(x)))).mean((2, 3)))
+
+
+def test_on_an_amx_cpu_the_candidate_computes_the_other_convolutions_by_three_bf16_products(tmp_path):
+    reason = jit_amx.unavailable()
+    if reason is not None:  # without AMX the candidate is the Winograd one alone (the tests above)
+        pytest.skip(f"needs AMX: {reason}")
+    torch.manual_seed(0)
+    net = _Strided().eval()
+    prefix = tmp_path / "strided"
+    sampan.jit.save(net, prefix, input_spec=[InputSpec([None, 16, 32, 32], "float32", "image")])
+    predictor = create_predictor(_config(prefix))
+    assert predictor.winograd_convolutions == {"AMX bf16x3": 1, "F(4x4)": 1} and not predictor.rejected
+    assert "convolutions: 1 by three bf16 products on AMX, 1 by Winograd F(4x4) at batch 1" in predictor.report()
+    x = np.random.default_rng(1).standard_normal((3, 16, 32, 32)).astype("float32")
+    with torch.no_grad():
+        expected = net(torch.from_numpy(x)).numpy()
+    # verified at batch 1 and 2 before it could be timed (not rejected above); here at a third batch size
+    np.testing.assert_allclose(predictor.run([x])[0], expected, rtol=1e-4, atol=1e-5)

@@ -8,6 +8,13 @@ Runtime on a CPU whose direct convolutions already run at the FMA units' peak. r
 Runtime's latency at batch 1 and 0.66x at batch 32 on an AVX2-only AMD EPYC (Zen 3); 0.72x and 0.68x on an
 AVX-512 one (Zen 4), since the kernel computes its matrix products itself (BENCHMARKS.md, "static").
 
+On Intel Xeons with AMX-BF16 (Sapphire Rapids and later; :func:`sampan.jit.amx.unavailable` is None) it also
+gives the convolutions Winograd does not take (stride 2, 1 x 1, 3 x 3 on maps too small for F(4 x 4)) to
+:func:`sampan.jit.amx.conv2d_bf16x3`: float32 convolutions by three bf16 products on AMX's tile multiply, within
+about 5e-6 of float64 (relative to the outputs' scale). resnet18, one thread, on such a Xeon: 0.73-0.75x ONNX
+Runtime at batch 1 (Winograd alone: 0.84-0.93x, bound by memory), 0.65-0.67x at batch 32. The report says how many
+convolutions each way computes (:func:`describe`).
+
 It computes in float32 and is verified against the reference (the first artifact) with the fp32 tolerance of
 the other candidates (Winograd's rounding error is ~1e-5 of the outputs' scale), at batch 1 and, with a
 dynamic dimension, at batch 2; it is chosen only when it is the fastest verified candidate.

@@ -39,7 +39,8 @@ F(2 x 2), whose gain was smaller and less sure. On AVX-512 CPUs oneDNN's direct 
 gain varied (resnet18 at batch 1 on AMD EPYC Zen 4 instances: 1.79x eager with Winograd against 1.71x without on
 one, 1.76x against 1.35x on another), so ``to_static`` there compiles the F(4 x 4) graph as a second candidate and
 keeps it only when it is timed faster. The predictor times its F(4 x 4) candidate beside the others on either
-kind of CPU (:mod:`sampan.inference.winograd`).
+kind of CPU (:mod:`sampan.inference.winograd`); on CPUs with AMX its graph gives the convolutions left to
+:mod:`sampan.jit.amx` (``rewrite(..., amx=True)``).
 """
 from __future__ import annotations
 

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace {
@@ -206,8 +207,10 @@ at::Tensor conv2d_bf16x3(const at::Tensor& x, const at::Tensor& packed, int64_t 
   if (bias) TORCH_CHECK(bias->numel() == K && bias->is_contiguous(), "conv2d_bf16x3: bias of ", bias->numel());
   if (B == 0 || Ho <= 0 || Wo <= 0) return out;
   // the input once in bf16 halves, with a zero border: [B, Hp, Wp, C] each
-  std::vector<uint16_t> halves(2 * B * Hp * Wp * C);
-  uint16_t* xhi = halves.data();
+  // every element is written below (border or split), so the buffer is not zeroed first (27 MB for resnet18's
+  // 64-channel 56 x 56 input at batch 32)
+  std::unique_ptr<uint16_t[]> halves(new uint16_t[2 * B * Hp * Wp * C]);
+  uint16_t* xhi = halves.get();
   uint16_t* xlo = xhi + B * Hp * Wp * C;
   const float* xp = xc.data_ptr<float>();
   at::parallel_for(0, B * Hp, 8, [&](int64_t r0, int64_t r1) {

@@ -115,11 +115,13 @@ class StaticFunction:
             # Dynamo keeps its cache per backend object: a fresh one per frozen generation means an
             # unfrozen call or a refreeze never reuses a graph holding the old weights as constants.
             if frozen == "winograd":
+                from sampan.jit.amx import unavailable as amx_unavailable
                 from sampan.jit.winograd import auto_rewrite, rewrite
 
-                # winograd="auto" timed on an AVX-512 CPU: F(4x4) where convolutions are heavy, as on AVX2
-                backend = self._winograd_backend = FrozenBackend(
-                    self.backend, rewrite=auto_rewrite if self.winograd == "auto" else rewrite)
+                # winograd="auto" timed on an AVX-512 CPU: F(4x4) where convolutions are heavy, as on AVX2; on a
+                # CPU with AMX the other convolutions of this variant by three bf16 products (sampan.jit.amx)
+                backend = self._winograd_backend = FrozenBackend(self.backend, rewrite=functools.partial(
+                    auto_rewrite if self.winograd == "auto" else rewrite, amx=amx_unavailable() is None))
             elif frozen and self._auto_winograd() == "timed":
                 from sampan.jit.winograd import f4_flops
 
@@ -734,7 +736,9 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             oneDNN's direct convolution is faster but not always enough, a frozen graph with those F(4 x 4)
             convolutions is compiled as well (only when they reach the same 0.2 GFLOP) and timed beside the
             plain one (resnet18 at batch 1 on an AMD EPYC Zen 4: 26 ms against 33 ms, eager 45 ms); with
-            another backend, nothing changes. ``False``: never.
+            another backend, nothing changes. ``False``: never. On a CPU with AMX-BF16 (Intel Xeon, Sapphire
+            Rapids on) that timed variant also computes the convolutions Winograd leaves (stride 2, 1 x 1, small
+            maps) by three bf16 products on AMX (:mod:`sampan.jit.amx`, float32 results to about 5e-6).
 
     Example:
         >>> net = sampan.jit.to_static(LeNet(), input_spec=[sampan.InputSpec([None, 1, 28, 28])])  # doctest: +SKIP

@@ -142,10 +142,11 @@ def f4_flops(gm: torch.fx.GraphModule, batch: int | None = None) -> float:
     return total
 
 
-def auto_rewrite(gm: torch.fx.GraphModule) -> int:
-    """:func:`rewrite` for ``winograd="auto"``: F(4 x 4, 3 x 3) only, and only when :func:`f4_flops` reaches
-    ``AUTO_MIN_FLOPS``; returns how many convolutions it replaced."""
-    return rewrite(gm, only_f4=True) if f4_flops(gm) >= AUTO_MIN_FLOPS else 0
+def auto_rewrite(gm: torch.fx.GraphModule, amx: bool = False) -> int:
+    """:func:`rewrite` for ``winograd="auto"``: F(4 x 4, 3 x 3) only (and, with ``amx``, the AMX kernel for the
+    convolutions left), and only when :func:`f4_flops` reaches ``AUTO_MIN_FLOPS``; returns how many convolutions it
+    replaced."""
+    return rewrite(gm, only_f4=True, amx=amx) if f4_flops(gm) >= AUTO_MIN_FLOPS else 0
 
 
 def _f4_shape(x, u, bias, pad, residual=None, relu=False):

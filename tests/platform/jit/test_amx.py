@@ -162,3 +162,25 @@ def test_without_amx_the_reason_is_given_and_the_convolutions_are_left_alone(tmp
     assert lines["REWRITTEN"] == "[0]"
     assert lines["ERROR"] == ("the bf16x3 AMX convolution cannot run here: torch runs this CPU's vector instructions "
                               "at AVX2, and the AMX kernel needs AVX512. HINT: use F.conv2d.")
+
+
+def test_to_statics_winograd_variant_takes_the_amx_convolutions_too():
+    _needs_amx()
+    import copy
+
+    import sampan
+
+    torch.manual_seed(0)
+    net = _Block().eval()
+    ref = copy.deepcopy(net)
+    sampan.jit.to_static(net, input_spec=[sampan.InputSpec([None, 16, 32, 32])], winograd=True)
+    x = torch.randn(2, 16, 32, 32)
+    with torch.no_grad():
+        net(x)
+        out = net(x)  # the second call of a shape times eager, compiled and the variant, and keeps the fastest
+        expected = ref(x)
+    torch.testing.assert_close(out, expected, rtol=0, atol=2e-5 * float(expected.abs().max()))
+    fn = net.forward
+    assert fn.winograd_note is None and fn._winograd_backend.rewritten == 3  # conv1 and down by AMX, conv2 F(4x4)
+    (choice,) = fn.choices.values()
+    assert choice.winograd_seconds > 0

@@ -221,6 +221,8 @@ def _amx_kernel() -> str:
     from sampan.jit import amx
 
     reason = amx.unavailable()
+    if reason is not None and amx.cpu_unavailable() is None:  # the CPU has AMX: a failed build is worth a warning
+        raise RuntimeError(f"the AMX bf16x3 convolution: {reason}")
     if reason is not None:
         return f"AMX bf16x3 convolution unavailable: {reason}"
     g = torch.Generator().manual_seed(0)

@@ -44,6 +44,21 @@ def unavailable() -> str | None:
 
     It needs Linux, a CPU with AMX-BF16 whose vector instructions torch uses at AVX-512 (``ATEN_CPU_CAPABILITY``
     set lower turns it off too), and a C++ compiler."""
+    reason = cpu_unavailable()
+    if reason is not None:
+        return reason
+    from sampan.utils import cpp_kernels
+
+    reason = cpp_kernels.load(_NAME, _SOURCE, OP, "the AMX convolution kernel", _shape)
+    if reason is None and not _PACK_FAKE:
+        torch.library.register_fake("sampan_amx::pack_bf16x3")(_packed_shape)
+        _PACK_FAKE.append(True)
+    return reason
+
+
+def cpu_unavailable() -> str | None:
+    """Why this machine cannot run the kernel at all (the OS, the CPU, torch's vector width), or None; unlike
+    :func:`unavailable` it builds nothing, so a failed build is not taken for a CPU without AMX."""
     if not sys.platform.startswith("linux"):
         return f"AMX needs Linux's permission for its tile data, and this is {sys.platform}"
     capability = torch.backends.cpu.get_cpu_capability()
@@ -54,13 +69,7 @@ def unavailable() -> str | None:
         return "this CPU has no AMX-BF16 (Intel Xeon from Sapphire Rapids on)"
     if not _torch_says("_init_amx"):
         return "Linux did not allow this process AMX's tile data"
-    from sampan.utils import cpp_kernels
-
-    reason = cpp_kernels.load(_NAME, _SOURCE, OP, "the AMX convolution kernel", _shape)
-    if reason is None and not _PACK_FAKE:
-        torch.library.register_fake("sampan_amx::pack_bf16x3")(_packed_shape)
-        _PACK_FAKE.append(True)
-    return reason
+    return None
 
 
 def failed() -> str | None:
@@ -144,4 +153,4 @@ def eligible(weight: torch.Tensor, x: torch.Tensor, stride: tuple | None, paddin
             and unavailable() is None)
 
 
-__all__ = ["conv2d_bf16x3", "pack_weights", "unavailable", "failed", "eligible", "MIN_CHANNELS"]
+__all__ = ["conv2d_bf16x3", "pack_weights", "unavailable", "cpu_unavailable", "failed", "eligible", "MIN_CHANNELS"]

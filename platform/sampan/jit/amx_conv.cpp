@@ -6,7 +6,9 @@
 // 16 significant bits per product (the missing lo lo and r terms are below 2^-17 of it), summed in float32 by the AMX
 // tile multiply (TDPBF16PS, 16 x 16 x 32 multiply-adds per instruction, fp32 accumulators). A direct float32
 // convolution's products are exact and its sums round at 2^-24; here the outputs land within about 5e-6 of the
-// float64 result, relative to their scale (float32's own: 1e-6 to 2e-6; Winograd F(4x4)'s: 1e-5).
+// float64 result, relative to their scale (float32's own: 1e-6 to 2e-6; Winograd F(4x4)'s: 1e-5). An infinite
+// input makes the outputs it reaches NaN (its hi times a weight's lo of 0, inf * 0), where float32 gives an
+// infinity or NaN: non-finite where float32's are, as with Winograd's transforms (inf - inf).
 //
 // The convolution is a matrix product out[pixels x K] = A[pixels x (kh kw C)] B[(kh kw C) x K]. The input is split
 // once into bf16 halves with a zero border; each block of MB output pixels copies its rows of A from there

@@ -178,9 +178,10 @@ class _Strided(nn.Module):
 
 
 def test_on_an_amx_cpu_the_candidate_computes_the_other_convolutions_by_three_bf16_products(tmp_path):
-    reason = jit_amx.unavailable()
+    reason = jit_amx.cpu_unavailable()
     if reason is not None:  # without AMX the candidate is the Winograd one alone (the tests above)
         pytest.skip(f"needs AMX: {reason}")
+    assert jit_amx.unavailable() is None  # with it, the kernel builds
     torch.manual_seed(0)
     net = _Strided().eval()
     prefix = tmp_path / "strided"

@@ -16,9 +16,10 @@ from sampan.jit.winograd import conv3x3_f4, rewrite
 
 
 def _needs_amx():
-    reason = amx.unavailable()
+    reason = amx.cpu_unavailable()
     if reason is not None:  # an AMD EPYC or an older Xeon: what the kernel does is tested where it runs
         pytest.skip(f"needs AMX: {reason}")
+    assert amx.unavailable() is None  # a CPU with AMX: the kernel must build and load (a failed build fails here)
 
 
 # (batch, in, out, size, kernel, stride, padding): resnet18's kinds (3x3 stride 1 and 2, 1x1 stride 2, the 7x7 stem),
@@ -184,3 +185,16 @@ def test_to_statics_winograd_variant_takes_the_amx_convolutions_too():
     assert fn.winograd_note is None and fn._winograd_backend.rewritten == 3  # conv1 and down by AMX, conv2 F(4x4)
     (choice,) = fn.choices.values()
     assert choice.winograd_seconds > 0
+
+
+def test_outputs_are_not_finite_exactly_where_float32s_are_not():
+    _needs_amx()
+    x = torch.rand(1, 20, 6, 6)  # a row of 6 x 20 values: seven 16-wide vectors and a tail of 8 where it is split
+    x[0, 3, 2, 2], x[0, 5, 4, 1] = float("inf"), float("nan")
+    x[0, :, 0, 5] = -float("inf")  # the row's last pixel: values 100-119, in a vector and in the tail
+    w = torch.rand(32, 20, 3, 3)
+    got, want = amx.conv2d_bf16x3(x, w, None, 1, 1), F.conv2d(x, w, padding=1)
+    finite = torch.isfinite(want)
+    # an infinity becomes NaN here (inf times a weight's low half of 0), as in Winograd's transforms: documented
+    assert torch.equal(torch.isfinite(got), finite) and not finite.all() and finite.any()
+    torch.testing.assert_close(got[finite], want[finite], rtol=1e-4, atol=1e-4)

@@ -106,15 +106,25 @@ def _row(name: str, batch: int, net, spec: InputSpec, parts: dict, repeat: int) 
         "winograd path": _path(parts["static_winograd"], x),
         "eager/predictor": times["eager"] / times["predictor"],
         "predictor/ort": times["predictor"] / times["onnxruntime"],
-        "predictor backend": predictor.backend,
+        "predictor backend": _backend(predictor),
         "predictor bf16 / ORT fp32": times["predictor bf16"] / times["onnxruntime"],
         "bf16 backend": f"{predictor_bf16.backend} ({predictor_bf16.precision})",
         "bf16 max diff": f"{bf16_diff:.2g} ({bf16_diff / float(abs(eager_out).max()):.1e} rel)",
         "predictor winograd / ORT": times["predictor winograd"] / times["onnxruntime"],
-        "winograd backend": parts["predictor_winograd"].backend,
+        "winograd backend": _backend(parts["predictor_winograd"]),
         "to_static path": _path(static, x),
         "to_static compile s": first_call,
     }
+
+
+def _backend(predictor) -> str:
+    """The predictor's backend; for ``inductor-winograd``, with what computes its convolutions (Winograd F(4x4),
+    AMX bf16x3) at batch 1."""
+    from sampan.inference import winograd
+
+    if predictor.backend != winograd.NAME:
+        return predictor.backend
+    return f"{predictor.backend} ({winograd.describe(predictor.winograd_convolutions)})"
 
 
 def _path(static, x: torch.Tensor) -> str:

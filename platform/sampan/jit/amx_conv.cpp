@@ -89,6 +89,27 @@ AMX_TARGET void configure() {
 
 AMX_TARGET void release() { _tile_release(); }
 
+// Tiles 4, 5: two tiles of 16 rows (pixels) x 32 inputs of A; 6, 7: two panels of B (32 inputs x 16 channels, in
+// pairs); 0-3: the 2 x 2 sums (16 pixels x 16 channels each, float32)
+#define AMX_INLINE AMX_TARGET __attribute__((always_inline)) inline
+
+AMX_INLINE void load_rows(const uint16_t* a, int64_t lda) {
+  _tile_loadd(4, a, lda);
+  _tile_loadd(5, a + 8 * lda, lda);  // 16 rows on: lda is in bytes, two per bf16
+}
+
+AMX_INLINE void load_panels(const uint16_t* b0, const uint16_t* b1) {
+  _tile_loadd(6, b0, 64);
+  _tile_loadd(7, b1, 64);
+}
+
+AMX_INLINE void products() {
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_dpbf16ps(1, 4, 7);
+  _tile_dpbf16ps(2, 5, 6);
+  _tile_dpbf16ps(3, 5, 7);
+}
+
 // out[rows x K] (rows ldo apart) = A[rows x Kp] B for the panels in [p0, p1) (an even count), A's halves ahi and alo
 // padded with zero rows to a multiple of 32; then + bias, + residual (laid out as out), max(., 0) when relu
 AMX_TARGET void block(const uint16_t* ahi, const uint16_t* alo, int64_t Kp, const uint16_t* b, int64_t steps,
@@ -107,29 +128,14 @@ AMX_TARGET void block(const uint16_t* ahi, const uint16_t* alo, int64_t Kp, cons
       const uint16_t* h = ahi + rp * Kp;
       const uint16_t* l = alo + rp * Kp;
       for (int64_t q = 0; q < steps; ++q, b0 += PANEL, b1 += PANEL, h += 32, l += 32) {
-        // tiles 4, 5: two row tiles of A; 6, 7: two panels of B; 0-3: the 2 x 2 sums
-        _tile_loadd(4, h, lda);
-        _tile_loadd(5, h + 16 * Kp, lda);
-        _tile_loadd(6, b0, 64);
-        _tile_loadd(7, b1, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);  // hi hi
-        _tile_loadd(6, b0 + PANEL / 2, 64);
-        _tile_loadd(7, b1 + PANEL / 2, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);  // hi lo
-        _tile_loadd(4, l, lda);
-        _tile_loadd(5, l + 16 * Kp, lda);
-        _tile_loadd(6, b0, 64);
-        _tile_loadd(7, b1, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);  // lo hi
+        load_rows(h, lda);
+        load_panels(b0, b1);
+        products();  // hi hi
+        load_panels(b0 + PANEL / 2, b1 + PANEL / 2);
+        products();  // hi lo
+        load_rows(l, lda);
+        load_panels(b0, b1);
+        products();  // lo hi
       }
       _tile_stored(0, buf, 64);
       _tile_stored(1, buf + 256, 64);

@@ -101,4 +101,6 @@ def kinds(gm: torch.fx.GraphModule) -> dict[str, int]:
 def describe(counts: dict[str, int]) -> str:
     """:func:`kinds`' counts in words: "convolutions: 10 by Winograd F(4x4), 9 by three bf16 products on AMX"."""
     words = {"F(4x4)": "Winograd F(4x4)", "F(2x2)": "Winograd F(2x2)", "AMX bf16x3": "three bf16 products on AMX"}
+    if not counts:
+        return "no convolution rewritten"
     return "convolutions: " + ", ".join(f"{n} by {words[k]}" for k, n in counts.items())

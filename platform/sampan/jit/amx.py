@@ -13,16 +13,18 @@ spare.
 :func:`conv2d_bf16x3` runs in a small C++ kernel (``amx_conv.cpp``, built once per machine on first use by
 ``torch.utils.cpp_extension``, 10-30 s): the input is split once, each block of 64 output pixels gathers its rows
 (im2col), and the weights, split and packed once (:func:`pack_weights`, constant-folded by inductor's freezing), are
-read as they stream. resnet18's convolutions alone at batch 1, one thread, against oneDNN's float32 (BENCHMARKS.md,
-"static", twenty-first session): 512 channels at 7 x 7 2.65 -> 1.33 ms, the stride-2 256 -> 512 one 1.34 -> 0.50.
+read as they stream. resnet18's convolutions alone at batch 1, one thread, weights from memory, against oneDNN's
+float32 (BENCHMARKS.md, "static", twenty-first session): 512 channels at 7 x 7 2.52 -> 1.41 ms, the stride-2
+256 -> 512 one 1.37 -> 0.73, the 1 x 1 stride-2 128 -> 256 one 0.152 -> 0.075.
 
-:func:`sampan.jit.winograd.rewrite` with ``amx=True`` (the predictor's ``inductor-winograd`` candidate, on CPUs
-where :func:`unavailable` is None) gives it the convolutions Winograd does not take: the stride-2 and 1 x 1 ones
-and 3 x 3 ones on maps too small for F(4 x 4). A batch norm, residual add and ReLU that follow run in its output
-pass, as for F(4 x 4).
+:func:`sampan.jit.winograd.rewrite` with ``amx=True`` (the predictor's ``inductor-winograd`` candidate and
+``to_static``'s timed Winograd variant, on CPUs where :func:`unavailable` is None) gives it the convolutions
+Winograd does not take: the stride-2 and 1 x 1 ones and 3 x 3 ones on maps too small for F(4 x 4). A batch norm,
+residual add and ReLU that follow run in its output pass, as for F(4 x 4).
 """
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -85,6 +87,7 @@ def _torch_says(name: str) -> bool:
     return bool(probe()) if probe is not None else False
 
 
+@functools.lru_cache(maxsize=None)  # asked for every convolution a rewrite looks at
 def _cpu_flag(flag: str) -> bool:
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:

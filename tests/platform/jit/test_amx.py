@@ -23,10 +23,13 @@ def _needs_amx():
 
 
 # (batch, in, out, size, kernel, stride, padding): resnet18's kinds (3x3 stride 1 and 2, 1x1 stride 2, the 7x7 stem),
-# output channels that fill an odd number of 16-channel panels (48, 80), an empty batch, more output pixels than one
-# block of 64 (5 x 7 x 7 = 245: three full blocks and a part), padding larger than 1
+# output channels that fill an odd number of 16-channel panels (48, 80), an empty batch, padding larger than 1.
+# Stride 1 with inputs in multiples of 32 reads its rows straight from the input (each image's rows on a grid as wide
+# as the padded input: 5 images of 7 x 9 rows, 3 x 63 rows past one block of 64; a 1 x 1; a map of 27 x 29 rows);
+# the others copy them (im2col: 5 x 7 x 7 = 245 rows, three blocks of 64 and a part)
 SHAPES = [(1, 512, 512, 7, 3, 1, 1), (5, 64, 48, 7, 3, 1, 1), (2, 16, 80, 9, 3, 2, 1), (1, 32, 64, 14, 1, 2, 0),
-          (2, 3, 16, 20, 7, 2, 3), (1, 24, 32, 6, 3, 1, 0), (1, 256, 16, 3, 3, 2, 2), (0, 16, 16, 5, 3, 1, 1)]
+          (2, 3, 16, 20, 7, 2, 3), (1, 24, 32, 6, 3, 1, 0), (1, 256, 16, 3, 3, 2, 2), (0, 16, 16, 5, 3, 1, 1),
+          (5, 24, 32, 7, 3, 1, 1), (3, 64, 16, 7, 1, 1, 0), (2, 32, 32, 25, 3, 1, 2), (1, 96, 32, 4, 3, 1, 0)]
 
 
 @pytest.mark.parametrize("threads", [1, 2])  # with 2, a batch-1 call shares its output channels between them

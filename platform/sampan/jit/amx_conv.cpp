@@ -112,8 +112,9 @@ AMX_INLINE void products() {
   _tile_dpbf16ps(3, 5, 7);
 }
 
-// out[rows x K] (rows ldo apart) = A[rows x Kp] B for the panels in [p0, p1) (an even count), A's halves ahi and alo
-// padded with zero rows to a multiple of 32; then + bias, + residual (laid out as out), max(., 0) when relu
+// For the panels in [p0, p1) (an even count): row r of A (halves ahi and alo; rows lda bytes apart, step q's 32
+// values at offsets[q]; `rows` a multiple of 32) times B goes to output pixel pixels[r] (dropped when negative: a
+// padding row, or a column past the output's width), + bias, + residual (laid out as out), max(., 0) when relu
 AMX_TARGET void block(const uint16_t* ahi, const uint16_t* alo, const int64_t* offsets, int64_t lda,
                       const uint16_t* b, int64_t steps, int64_t p0, int64_t p1, int64_t K, float* out,
                       const int64_t* pixels, int rows, const float* bias, const float* res, bool relu) {
@@ -147,7 +148,7 @@ AMX_TARGET void block(const uint16_t* ahi, const uint16_t* alo, const int64_t* o
         if (k0 >= K) break;  // the zero panel that pads an odd count
         const __m512 bv = bias ? _mm512_loadu_ps(bias + k0) : _mm512_setzero_ps();
         for (int r = 0; r < 32 && rp + r < rows; ++r) {
-          if (pixels[rp + r] < 0) continue;  // a column past the output's width (the direct path's rows)
+          if (pixels[rp + r] < 0) continue;
           const int64_t o = pixels[rp + r] * K + k0;
           __m512 v = _mm512_add_ps(_mm512_load_ps(buf + (r / 16 * 2 + half) * 256 + (r % 16) * 16), bv);
           if (res) v = _mm512_add_ps(v, _mm512_loadu_ps(res + o));

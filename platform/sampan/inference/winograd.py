@@ -11,8 +11,8 @@ AVX-512 one (Zen 4), since the kernel computes its matrix products itself (BENCH
 On Intel Xeons with AMX-BF16 (Sapphire Rapids and later; :func:`sampan.jit.amx.unavailable` is None) it also
 gives the convolutions Winograd does not take (stride 2, 1 x 1, 3 x 3 on maps too small for F(4 x 4)) to
 :func:`sampan.jit.amx.conv2d_bf16x3`: float32 convolutions by three bf16 products on AMX's tile multiply, within
-about 5e-6 of float64 (relative to the outputs' scale). resnet18, one thread, on such a Xeon: 0.73-0.75x ONNX
-Runtime at batch 1 (Winograd alone: 0.84-0.93x, bound by memory), 0.65-0.67x at batch 32. The report says how many
+about 5e-6 of float64 (relative to the outputs' scale). resnet18, one thread, on such a Xeon: 0.71-0.76x ONNX
+Runtime at batch 1 (Winograd alone: 0.84-0.93x, bound by memory), 0.65-0.69x at batch 32. The report says how many
 convolutions each way computes (:func:`describe`).
 
 It computes in float32 and is verified against the reference (the first artifact) with the fp32 tolerance of

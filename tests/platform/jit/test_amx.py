@@ -109,12 +109,9 @@ class _Block(nn.Module):
         return torch.relu(out + self.down(x))
 
 
-@pytest.mark.parametrize("exported", [False, True])  # exported: aten ops, as in the predictor's graphs
-def test_the_rewrite_gives_amx_what_winograd_leaves_with_batch_norm_add_and_relu_inside(exported):
-    _needs_amx()
-    torch.manual_seed(0)
-    net = _Block().eval()
-    x = torch.randn(2, 16, 32, 32)
+def _rewritten(net, x, exported):
+    """The call nodes of ``net`` (or its torch.export program) compiled at ``x`` with the rewrite (F(4x4) and AMX),
+    after checking the result against eager."""
     graphs = []
 
     def backend(gm, example_inputs):
@@ -128,6 +125,15 @@ def test_the_rewrite_gives_amx_what_winograd_leaves_with_batch_norm_add_and_relu
         ref = net(x)
     torch.testing.assert_close(out, ref, rtol=0, atol=2e-5 * float(ref.abs().max()))
     (nodes,) = graphs
+    return nodes
+
+
+@pytest.mark.parametrize("exported", [False, True])  # exported: aten ops, as in the predictor's graphs
+def test_the_rewrite_gives_amx_what_winograd_leaves_with_batch_norm_add_and_relu_inside(exported):
+    _needs_amx()
+    torch.manual_seed(0)
+    net = _Block().eval()
+    nodes = _rewritten(net, torch.randn(2, 16, 32, 32), exported)
     by_amx = [n for n in nodes if n.target is amx.conv2d_bf16x3]
     assert [n.target for n in nodes] == [amx.conv2d_bf16x3, amx.conv2d_bf16x3, conv3x3_f4]  # nothing else left
     first, down = by_amx
@@ -135,6 +141,15 @@ def test_the_rewrite_gives_amx_what_winograd_leaves_with_batch_norm_add_and_relu
     assert first.args[3:7] == (2, 1, None, True) and first.args[7] is not None  # stride, padding; batch norm, ReLU
     assert down.args[3:7] == (2, 0, None, False) and down.args[7] is not None   # its batch norm folded
     assert f4.args[4] is down and f4.args[5] is True                            # the add and ReLU in F(4x4)'s pass
+
+
+def test_at_batch_1_the_amx_kernel_takes_what_f4_would_too():
+    # one image: each convolution is bound by reading its weights, and F(4x4) reads 4x the direct convolution's
+    _needs_amx()
+    torch.manual_seed(0)
+    nodes = _rewritten(_Block().eval(), torch.randn(1, 16, 32, 32), exported=True)
+    assert [n.target for n in nodes] == [amx.conv2d_bf16x3] * 3
+    assert nodes[2].args[3:5] == (1, 1) and nodes[2].args[5] is nodes[1] and nodes[2].args[6] is True  # add, ReLU
 
 
 def test_without_amx_the_reason_is_given_and_the_convolutions_are_left_alone(tmp_path):

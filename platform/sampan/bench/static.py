@@ -124,7 +124,7 @@ def _backend(predictor) -> str:
 
     if predictor.backend != winograd.NAME:
         return predictor.backend
-    return f"{predictor.backend} ({winograd.describe(predictor.winograd_convolutions)})"
+    return f"{predictor.backend} ({winograd.describe(predictor.winograd_convolutions)} at batch 1)"
 
 
 def _path(static, x: torch.Tensor) -> str:

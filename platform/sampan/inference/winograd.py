@@ -9,7 +9,8 @@ Runtime's latency at batch 1 and 0.66x at batch 32 on an AVX2-only AMD EPYC (Zen
 AVX-512 one (Zen 4), since the kernel computes its matrix products itself (BENCHMARKS.md, "static").
 
 On Intel Xeons with AMX-BF16 (Sapphire Rapids and later; :func:`sampan.jit.amx.unavailable` is None) it also
-gives the convolutions Winograd does not take (stride 2, 1 x 1, 3 x 3 on maps too small for F(4 x 4)) to
+gives the convolutions Winograd does not take (stride 2, 1 x 1, 3 x 3 on maps too small for F(4 x 4)), and in
+the batch-1 graph all it can (one image is bound by reading weights, and F(4 x 4)'s are 4x as many), to
 :func:`sampan.jit.amx.conv2d_bf16x3`: float32 convolutions by three bf16 products on AMX's tile multiply, within
 about 5e-6 of float64 (relative to the outputs' scale). resnet18, one thread, on such a Xeon: 0.71-0.76x ONNX
 Runtime at batch 1 (Winograd alone: 0.84-0.93x, bound by memory), 0.65-0.69x at batch 32. The report says how many

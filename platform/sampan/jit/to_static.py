@@ -738,7 +738,7 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             plain one (resnet18 at batch 1 on an AMD EPYC Zen 4: 26 ms against 33 ms, eager 45 ms); with
             another backend, nothing changes. ``False``: never. On a CPU with AMX-BF16 (Intel Xeon, Sapphire
             Rapids on) that timed variant also computes the convolutions Winograd leaves (stride 2, 1 x 1, small
-            maps) by three bf16 products on AMX (:mod:`sampan.jit.amx`, float32 results to about 5e-6).
+            maps; at batch 1 all) by three bf16 products on AMX (:mod:`sampan.jit.amx`, float32 results to about 5e-6).
 
     Example:
         >>> net = sampan.jit.to_static(LeNet(), input_spec=[sampan.InputSpec([None, 1, 28, 28])])  # doctest: +SKIP

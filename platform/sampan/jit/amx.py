@@ -38,7 +38,6 @@ MIN_CHANNELS = 16
 _SOURCE = Path(__file__).with_name("amx_conv.cpp")
 _NAME = "sampan_amx_conv_v1"  # torch's extension cache rebuilds it when the source changes
 OP = "sampan_amx::conv2d_bf16x3"
-_PACK_FAKE: list = []  # holds True once pack_bf16x3's fake is registered (once per process)
 
 
 def unavailable() -> str | None:
@@ -52,11 +51,8 @@ def unavailable() -> str | None:
         return reason
     from sampan.utils import cpp_kernels
 
-    reason = cpp_kernels.load(_NAME, _SOURCE, OP, "the AMX convolution kernel", _shape)
-    if reason is None and not _PACK_FAKE:
-        torch.library.register_fake("sampan_amx::pack_bf16x3")(_packed_shape)
-        _PACK_FAKE.append(True)
-    return reason
+    return cpp_kernels.load(_NAME, _SOURCE, OP, "the AMX convolution kernel", _shape,
+                            fakes={"sampan_amx::pack_bf16x3": _packed_shape})
 
 
 def cpu_unavailable() -> str | None:

@@ -255,10 +255,14 @@ at::Tensor conv2d_bf16x3(const at::Tensor& x, const at::Tensor& packed, int64_t 
   const bool direct = stride == 1 && C % 32 == 0;
   const int64_t T = direct ? (Ho - 1) * Wp + Wo : B * Ho * Wo;  // rows per image (direct) or in all
   const int64_t per_image = (T + MB - 1) / MB, blocks = direct ? B * per_image : per_image;
-  std::vector<int64_t> offsets(steps);
+  std::vector<int64_t> offsets(steps);  // of step q's 32 inputs in a row of A
   for (int64_t q = 0; q < steps; ++q) {
-    const int64_t tap = q / std::max<int64_t>(1, C / 32);
-    offsets[q] = direct ? ((tap / kw) * Wp + tap % kw) * C + (q % (C / 32)) * 32 : q * 32;
+    if (!direct) {
+      offsets[q] = q * 32;  // im2col rows: the steps one after another
+      continue;
+    }
+    const int64_t tap = q / (C / 32), c0 = q % (C / 32) * 32;  // a tap's C inputs are C / 32 whole steps
+    offsets[q] = ((tap / kw) * Wp + tap % kw) * C + c0;
   }
   // few blocks (batch 1, a small map): the output channels are shared out too, so that every thread works
   const int64_t groups = std::min<int64_t>(pairs, std::max<int64_t>(1, at::get_num_threads() / blocks));

@@ -21,7 +21,8 @@ _STATE: dict[str, str | None] = {}
 _log = logging.getLogger("sampan.utils.cpp_kernels")
 
 
-def load(name: str, source: Path, op: str, what: str, fake: Callable | None = None) -> str | None:
+def load(name: str, source: Path, op: str, what: str, fake: Callable | None = None,
+         fakes: dict[str, Callable] | None = None) -> str | None:
     """Builds and loads the kernel ``source`` as the extension ``name`` (once per process); returns None when
     its op ``op`` (``"namespace::op"``) is ready, else why it cannot run here.
 
@@ -31,9 +32,10 @@ def load(name: str, source: Path, op: str, what: str, fake: Callable | None = No
         op: one op the file registers, to tell whether it is loaded already.
         what: the kernel in words, for the reasons ("the F(4x4) kernel").
         fake: its meta function for tracing (``torch.library.register_fake``), if it is traced.
+        fakes: the meta functions of the file's other traced ops, by ``"namespace::op"``.
     """
     if name not in _STATE:
-        _STATE[name] = _load(name, source, op, what, fake)
+        _STATE[name] = _load(name, source, op, what, {op: fake, **(fakes or {})})
     return _STATE[name]
 
 
@@ -43,7 +45,7 @@ def failure(name: str) -> str | None:
     return _STATE.get(name)
 
 
-def _load(name: str, source: Path, op: str, what: str, fake: Callable | None) -> str | None:
+def _load(name: str, source: Path, op: str, what: str, fakes: dict[str, Callable | None]) -> str | None:
     capability = torch.backends.cpu.get_cpu_capability()
     if capability not in ("AVX2", "AVX512"):
         return f"this CPU's vector instructions ({capability}) are not AVX2, which {what} is built for"
@@ -64,6 +66,7 @@ def _load(name: str, source: Path, op: str, what: str, fake: Callable | None) ->
             from sampan.errors import first_line
 
             return f"building {what} failed: {first_line(exc)}"
-        if fake is not None:
-            torch.library.register_fake(op)(fake)
+        for traced, fake in fakes.items():
+            if fake is not None:
+                torch.library.register_fake(traced)(fake)
     return None

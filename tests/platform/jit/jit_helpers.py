@@ -43,3 +43,26 @@ class ExportsDifferently(nn.Module):
 
 
 IMAGE = InputSpec([None, 1, 28, 28], "float32", "image")
+
+
+def rewritten_nodes(net: nn.Module, x: torch.Tensor, exported: bool = False, *, tolerance: float = 1e-4,
+                    **options) -> list:
+    """Compiles ``net`` (its ``torch.export`` program with ``exported``: aten ops, as in the predictor's graphs) with
+    ``sampan.jit.winograd.rewrite(gm, **options)``, checks the result against ``net`` in eager (within ``tolerance``
+    of the outputs' scale), and returns the rewritten graph's call nodes."""
+    from sampan.jit.winograd import rewrite
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        rewrite(gm, **options)
+        graphs.append([n for n in gm.graph.nodes if n.op in ("call_function", "call_method")])
+        return gm.forward
+
+    traced = torch.export.export(net, (x,)).module() if exported else net
+    with torch.no_grad():
+        out = torch.compile(traced, backend=backend, fullgraph=True, dynamic=False)(x)
+        ref = net(x)
+    torch.testing.assert_close(out, ref, rtol=0, atol=tolerance * float(ref.abs().max()))
+    (nodes,) = graphs
+    return nodes

@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import sampan.jit.amx as amx
-from sampan.jit.winograd import conv3x3_f4, rewrite
+from jit_helpers import rewritten_nodes
+from sampan.jit.winograd import conv3x3_f4
 
 
 def _needs_amx():
@@ -109,31 +110,12 @@ class _Block(nn.Module):
         return torch.relu(out + self.down(x))
 
 
-def _rewritten(net, x, exported):
-    """The call nodes of ``net`` (or its torch.export program) compiled at ``x`` with the rewrite (F(4x4) and AMX),
-    after checking the result against eager."""
-    graphs = []
-
-    def backend(gm, example_inputs):
-        rewrite(gm, only_f4=True, amx=True)
-        graphs.append([n for n in gm.graph.nodes if n.op in ("call_function", "call_method")])
-        return gm.forward
-
-    traced = torch.export.export(net, (x,)).module() if exported else net
-    with torch.no_grad():
-        out = torch.compile(traced, backend=backend, fullgraph=True, dynamic=False)(x)
-        ref = net(x)
-    torch.testing.assert_close(out, ref, rtol=0, atol=2e-5 * float(ref.abs().max()))
-    (nodes,) = graphs
-    return nodes
-
-
 @pytest.mark.parametrize("exported", [False, True])  # exported: aten ops, as in the predictor's graphs
 def test_the_rewrite_gives_amx_what_winograd_leaves_with_batch_norm_add_and_relu_inside(exported):
     _needs_amx()
     torch.manual_seed(0)
     net = _Block().eval()
-    nodes = _rewritten(net, torch.randn(2, 16, 32, 32), exported)
+    nodes = rewritten_nodes(net, torch.randn(2, 16, 32, 32), exported, tolerance=2e-5, only_f4=True, amx=True)
     by_amx = [n for n in nodes if n.target is amx.conv2d_bf16x3]
     assert [n.target for n in nodes] == [amx.conv2d_bf16x3, amx.conv2d_bf16x3, conv3x3_f4]  # nothing else left
     first, down = by_amx
@@ -147,7 +129,7 @@ def test_at_batch_1_the_amx_kernel_takes_what_f4_would_too():
     # one image: each convolution is bound by reading its weights, and F(4x4) reads 4x the direct convolution's
     _needs_amx()
     torch.manual_seed(0)
-    nodes = _rewritten(_Block().eval(), torch.randn(1, 16, 32, 32), exported=True)
+    nodes = rewritten_nodes(_Block().eval(), torch.randn(1, 16, 32, 32), True, tolerance=2e-5, only_f4=True, amx=True)
     assert [n.target for n in nodes] == [amx.conv2d_bf16x3] * 3
     assert nodes[2].args[3:5] == (1, 1) and nodes[2].args[5] is nodes[1] and nodes[2].args[6] is True  # add, ReLU
 

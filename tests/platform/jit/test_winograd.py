@@ -9,6 +9,7 @@ from torch import nn
 
 import sampan
 import sampan.jit.winograd as winograd
+from jit_helpers import rewritten_nodes
 from sampan.utils import cpp_kernels
 from sampan.jit.winograd import conv3x3, conv3x3_f4, rewrite
 
@@ -206,30 +207,6 @@ class _Block(nn.Module):
         return torch.relu(out)
 
 
-def _graph_backend():
-    """A torch.compile backend that runs the Winograd rewrite and keeps each rewritten graph's call nodes."""
-    graphs = []
-
-    def backend(gm, example_inputs):
-        rewrite(gm)
-        graphs.append([n for n in gm.graph.nodes if n.op in ("call_function", "call_method")])
-        return gm.forward
-
-    return graphs, backend
-
-
-def _rewritten_nodes(net, x, traced=None):
-    """Compiles ``traced`` (default ``net``) with the rewrite, checks it against ``net`` in eager, and returns the
-    rewritten graph's call nodes."""
-    graphs, backend = _graph_backend()
-    with torch.no_grad():
-        out = torch.compile(traced or net, backend=backend, fullgraph=True, dynamic=False)(x)
-        ref = net(x)
-    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
-    (nodes,) = graphs
-    return nodes
-
-
 # exported: the same block as torch.export records it (aten ops: the predictor's graphs)
 @pytest.mark.parametrize("downsample,exported", [(False, False), (True, False), (False, True), (True, True)])
 def test_rewrite_runs_batch_norm_residual_add_and_relu_inside_the_f4_kernel(downsample, exported):
@@ -237,7 +214,7 @@ def test_rewrite_runs_batch_norm_residual_add_and_relu_inside_the_f4_kernel(down
     torch.manual_seed(0)
     net = _Block(16 if downsample else 32, 32, downsample).eval()
     x = torch.randn(2, 16 if downsample else 32, 16, 16)
-    nodes = _rewritten_nodes(net, x, torch.export.export(net, (x,)).module() if exported else None)
+    nodes = rewritten_nodes(net, x, exported)
     f4 = [n for n in nodes if n.target is conv3x3_f4]
     conv2d = torch.ops.aten.conv2d.default if exported else torch.conv2d
     assert [n.target for n in nodes if n not in f4] == ([conv2d] if downsample else [])  # nothing else left
@@ -268,7 +245,7 @@ class _Unfused(nn.Module):
 def test_rewrite_leaves_outside_the_kernel_what_it_cannot_fold():
     assert winograd.f4_unavailable() is None
     torch.manual_seed(0)
-    nodes = _rewritten_nodes(_Unfused().eval(), torch.randn(2, 16, 16, 16))
+    nodes = rewritten_nodes(_Unfused().eval(), torch.randn(2, 16, 16, 16))
     f4 = [n for n in nodes if n.target is conv3x3_f4]
     assert len(f4) == 3 and all(n.args[4:] in ((), (None, False, None)) for n in f4)
     assert sum(n.target in (torch.relu, F.relu) for n in nodes) == 2 and any(n.target is F.batch_norm for n in nodes)
@@ -291,7 +268,7 @@ class _AddsIntoItsInput(nn.Module):
 def test_rewrite_leaves_an_add_that_writes_the_residual_outside_the_kernel():
     assert winograd.f4_unavailable() is None
     torch.manual_seed(0)
-    nodes = _rewritten_nodes(_AddsIntoItsInput().eval(), torch.randn(2, 16, 16, 16))
+    nodes = rewritten_nodes(_AddsIntoItsInput().eval(), torch.randn(2, 16, 16, 16))
     (f4,) = [n for n in nodes if n.target is conv3x3_f4]
     assert f4.args[4:6] == (None, False) and f4.args[6] is not None  # the batch norm folded, the add not taken
     assert any(n.target is operator.iadd for n in nodes)

@@ -129,6 +129,22 @@ def test_the_gallery_links_each_entry_to_its_snapshot_and_its_live_page():
     assert "../live/" not in render_gallery([("alice", {"name": "my_app"})])
 
 
+def test_one_learners_odd_gallery_json_leaves_the_class_gallery_working(tmp_path):
+    from sampan.hub.service import published
+
+    good = {"name": "my_app", "published_at": "2026-12-03T07:00:00"}
+    odd = {"a": {"name": "x", "published_at": ["2026"]}, "b": {"name": ["x"]}, "c": "text",
+           "d": {"name": "<script>x</script>"}, "e": {"name": "ok_too", "published_at": None}}
+    for user, entries in (("alice", {"my_app": good}), ("mallory", odd)):
+        folder = tmp_path / user / ".sampan" / "gallery"
+        folder.mkdir(parents=True)
+        (folder / "gallery.json").write_text(json.dumps({"dashboards": entries}))
+    entries = published(tmp_path)
+    assert entries == [("alice", good), ("mallory", {"name": "ok_too", "published_at": None})]
+    page = render_gallery(entries, live=True)
+    assert 'href="gallery/alice/my_app"' in page and 'href="gallery/mallory/ok_too"' in page
+
+
 # --- the real hub ---------------------------------------------------------------------------------------
 LIVE_PAGE = live.live_url("alice", "my_app").lstrip("/")  # services/live/voila/render/alice/my_app.ipynb
 

@@ -93,8 +93,17 @@ def published(users_dir: Path) -> list[tuple[str, dict[str, Any]]]:
             entries = json.loads(catalog.read_text(encoding="utf-8")).get("dashboards", {})
         except (OSError, ValueError, AttributeError):
             continue
-        found += [(home.name, entry) for _, entry in sorted(entries.items()) if isinstance(entry, dict)]
+        found += [(home.name, entry) for _, entry in sorted(entries.items()) if _well_formed(entry)]
     return found
+
+
+def _well_formed(entry: Any) -> bool:
+    """A gallery entry as `sampan publish` writes it: a learner edits their own gallery.json, and one entry of
+    another shape must not break the class gallery for everyone."""
+    from sampan.hub.gallery import _NAME
+
+    return (isinstance(entry, dict) and isinstance(entry.get("name"), str) and bool(_NAME.match(entry["name"]))
+            and isinstance(entry.get("published_at"), (str, type(None))))
 
 
 def render_gallery(entries: list[tuple[str, dict[str, Any]]], live: bool = False) -> str:

@@ -286,6 +286,11 @@ class _Parser:
                 "'..' or a link leading out); the path runner executes the notebooks it names, so it runs only "
                 "notebooks inside that folder. HINT: give a path relative to the manifest's folder, without '..'",
                 file=self.file, where=f"{where}.notebook")
+        if ":" in notebook:
+            raise UnsafeManifestEntryError(
+                f"the notebook path {notebook!r} contains ':'; in the course index, the reports and the site it "
+                "becomes a link, and a link starting 'javascript:' runs script in the reader's browser. "
+                "HINT: rename the folder or notebook without ':'", file=self.file, where=f"{where}.notebook")
         lesson_id = self.ident(raw.get("id", Path(notebook).stem), f"{where}.id")
         where = f"{where} (lesson {lesson_id!r})"
         if self.check_files and not file.is_file():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any
 
 from sampan.utils.io import atomic_write_json, atomic_write_text
@@ -75,6 +76,7 @@ def render_html(data: dict[str, Any]) -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["bound"] = lambda b: "−∞/∞" if b is None else f"{b:g}"
     env.filters["num"] = _num
+    env.filters["relative_link"] = _relative_link
     return env.from_string(REPORT_HTML).render(r=data, t=MESSAGES[data.get("language") or "en"])
 
 
@@ -84,6 +86,17 @@ def list_runs(runs_dir: str | Path) -> list[Path]:
     if not runs_dir.is_dir():
         return []
     return sorted((p for p in runs_dir.iterdir() if (p / "report.json").is_file()), key=lambda p: p.name, reverse=True)
+
+
+def _relative_link(value: Any) -> str:
+    """``value`` as a link inside the run folder, or ``""``: a report from elsewhere could name ``javascript:...``
+    (script on a click) or a file of the reader's."""
+    if not isinstance(value, str) or not value:
+        return ""
+    parts = urlsplit(value)
+    if parts.scheme or parts.netloc or value.startswith(("/", "\\")) or ".." in value.replace("\\", "/").split("/"):
+        return ""
+    return value if ":" not in value.split("/", 1)[0] else "./" + value
 
 
 def _num(value: Any) -> str:

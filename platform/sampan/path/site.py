@@ -74,14 +74,21 @@ _ATTRS = {"*": {"class", "id", "title", "lang", "dir"}, "a": {"href", "name"}, "
 _DATA_IMAGE = re.compile(r"data:image/(png|jpe?g|gif|webp|svg\+xml);base64,", re.IGNORECASE)
 _LINK = re.compile(r'\b(href|src)="([^"]*)"')
 
+# Every page forbids scripts, frames, forms and loads from elsewhere: whatever slips past the sanitiser (a hole in a
+# template, an attribute nbconvert writes unquoted) still cannot run in the reader's browser, from disk or a server.
+CSP = ("default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; base-uri 'none'; "
+       "form-action 'none'")
+_CSP_META = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+
 _PAGE_TEMPLATE = r"""{%- extends 'index.html.j2' -%}
-{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js -%}""" + _CSP_META + r"""{%- endblock html_head_js -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
 {%- block notebook_css -%}<link rel="stylesheet" href="{{ resources.sampan.css }}">{%- endblock notebook_css -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block body_header -%}{{ super() }}{{ resources.sampan.header }}{%- endblock body_header -%}
 {%- block body_footer -%}{{ resources.sampan.footer }}{{ super() }}{%- endblock body_footer -%}
+{%- block data_mermaid scoped -%}<pre>{{ output.data['text/vnd.mermaid'] | escape_html }}</pre>{%- endblock -%}
 {%- block any_cell scoped -%}
 {%- if 'solution' in cell.metadata.get('tags', []) -%}
 <details class="sampan-solution"><summary>{{ resources.sampan.solution }}</summary>{{ super() }}</details>
@@ -91,7 +98,7 @@ _PAGE_TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 
 _INDEX_TEMPLATE = """<!DOCTYPE html>
 <html lang="{{ w.html_lang }}">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1.0">
+<head><meta charset="utf-8">""" + _CSP_META + """<meta name="viewport" content="width=device-width, initial-scale=1.0">
 <title>{{ title }}</title><link rel="stylesheet" href="{{ css }}"></head>
 <body class="sampan-site-index"><main>
 <h1>{{ title }}</h1>
@@ -379,6 +386,7 @@ def _render_page(exporter, page: _Page, neighbours: tuple[_Page | None, _Page | 
     title = page.lesson.text("title", lang)
     nb.metadata["title"] = title
     nb.metadata.pop("widgets", None)
+    _plain_image_metadata(nb)
     up = _up(page.rel)
     nav = _nav(page, neighbours, lang, up, words[mode])
     banner = ""
@@ -392,6 +400,25 @@ def _render_page(exporter, page: _Page, neighbours: tuple[_Page | None, _Page | 
     return body
 
 
+def _plain_image_metadata(nb) -> None:
+    """Keeps only numeric picture sizes in the outputs' metadata, and no file names.
+
+    nbconvert's template writes ``width=`` and ``height=`` unquoted from the metadata, so a notebook from elsewhere
+    with ``"width": "1 onerror=..."`` would add an event handler; ``filenames`` would point a picture at any file.
+    """
+    for cell in nb.cells:
+        for output in cell.get("outputs", ()):
+            metadata = output.get("metadata")
+            if not isinstance(metadata, dict):
+                continue
+            metadata.pop("filenames", None)
+            for holder in [metadata, *(v for v in metadata.values() if isinstance(v, dict))]:
+                for key in ("width", "height"):
+                    value = holder.get(key)
+                    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                        del holder[key]
+
+
 def _nav(page: _Page, neighbours: tuple[_Page | None, _Page | None], lang: str, up: str, mode: str) -> str:
     words = WORDS[lang]
     lessons = page.stage.lessons
@@ -401,12 +428,17 @@ def _nav(page: _Page, neighbours: tuple[_Page | None, _Page | None], lang: str, 
              f'<span class="sampan-where">{html.escape(where)}</span>']
     for key, other in zip(("previous", "next"), neighbours):
         if other is not None:
-            href = posixpath.relpath(other.rel, posixpath.dirname(page.rel) or ".")
+            href = _relative(posixpath.relpath(other.rel, posixpath.dirname(page.rel) or "."))
             label = f"{'← ' if key == 'previous' else ''}{words[key]}: {other.lesson.text('title', lang)}"
             label += " →" if key == "next" else ""
             parts.append(f'<a class="sampan-{key}" rel="{"prev" if key == "previous" else "next"}" '
                          f'href="{html.escape(href)}">{html.escape(label)}</a>')
     return f'<nav class="sampan-nav">{" ".join(parts)}</nav>'
+
+
+def _relative(href: str) -> str:
+    """A relative link that a browser can never read as a scheme (``javascript:x/a.html`` → ``./javascript:x/a.html``)."""
+    return "./" + href if ":" in href.split("/", 1)[0] else href
 
 
 def _up(rel: str) -> str:
@@ -430,7 +462,7 @@ def _relink(text: str, page: _Page, by_source: dict[str, _Page], root: Path, ass
         if target.endswith(".ipynb"):
             other = by_source.get(target)
             if other is not None and other.executed is not None:
-                new = posixpath.relpath(other.rel, here or ".") + fragment
+                new = _relative(posixpath.relpath(other.rel, here or ".")) + fragment
             else:
                 anchor = f"#lesson-{other.lesson.id}" if other is not None else ""
                 new = posixpath.relpath("index.html", here or ".") + anchor
@@ -465,7 +497,7 @@ def _render_index(path: LearningPath, report: dict[str, Any], pages: list[_Page]
     stages = []
     for stage in path.stages:
         items = [{"id": p.lesson.id, "title": p.lesson.text("title", lang), "summary": p.lesson.text("summary", lang),
-                  "href": p.rel if p.executed is not None else None, "status": p.result.get("status", "not_run"),
+                  "href": _relative(p.rel) if p.executed is not None else None, "status": p.result.get("status", "not_run"),
                   "minutes": words["minutes"].format(m=p.lesson.minutes.get("full", 0))}
                  for p in pages if p.stage.id == stage.id]
         stages.append({"id": stage.id, "title": stage.text("title", lang),

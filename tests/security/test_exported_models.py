@@ -254,3 +254,168 @@ def test_a_second_copy_of_an_entry_is_refused(shared_model, tmp_path):
     with pytest.raises(UnsafeFileError, match=r"second root folder"):
         sampan.jit.load(shared_model)
     assert root != "other"
+
+
+def _node(target: str, inputs: list, out: str) -> dict:
+    return {"target": target, "inputs": inputs, "outputs": [{"as_tensor": {"name": out}}], "metadata": {},
+            "is_hop_single_tensor_return": None, "name": out}
+
+
+def _tensor_meta(n: int) -> dict:
+    return {"dtype": 1, "sizes": [{"as_int": n}], "requires_grad": False, "device": {"type": "cpu", "index": None},
+            "strides": [{"as_int": 1}], "storage_offset": {"as_int": 0}, "layout": 7}
+
+
+def test_a_graph_that_writes_a_file_with_plain_aten_ops_is_refused(shared_model, tmp_path, capsys):
+    """No pickle and no string torch evaluates: ``aten.from_file(path, shared=True)`` maps any file for writing,
+    and ``slice`` + ``fill_`` nodes write the attacker's bytes into it (a ``.pth`` or ``.bashrc``: code later)."""
+    target, content = tmp_path / "outside" / "evil.pth", b"import os\n"
+    target.parent.mkdir()
+
+    def edit(program):
+        graph = program["graph_module"]["graph"]
+        graph["tensor_values"]["mapped"] = _tensor_meta(len(content))
+        nodes = [_node("torch.ops.aten.from_file.default", [
+            {"name": "filename", "arg": {"as_string": str(target)}, "kind": 1},
+            {"name": "shared", "arg": {"as_bool": True}, "kind": 1},
+            {"name": "size", "arg": {"as_int": len(content)}, "kind": 1},
+            {"name": "dtype", "arg": {"as_scalar_type": 1}, "kind": 2}], "mapped")]
+        for i, byte in enumerate(content):
+            graph["tensor_values"][f"b{i}"] = graph["tensor_values"][f"f{i}"] = _tensor_meta(1)
+            nodes.append(_node("torch.ops.aten.slice.Tensor", [
+                {"name": "self", "arg": {"as_tensor": {"name": "mapped"}}, "kind": 1},
+                {"name": "dim", "arg": {"as_int": 0}, "kind": 1}, {"name": "start", "arg": {"as_int": i}, "kind": 1},
+                {"name": "end", "arg": {"as_int": i + 1}, "kind": 1}], f"b{i}"))
+            nodes.append(_node("torch.ops.aten.fill_.Scalar", [
+                {"name": "self", "arg": {"as_tensor": {"name": f"b{i}"}}, "kind": 1},
+                {"name": "value", "arg": {"as_int": byte}, "kind": 1}], f"f{i}"))
+        graph["nodes"] = nodes + graph["nodes"]
+
+    _edit_program(shared_model, edit)
+    torch.export.load(f"{shared_model}.pt2").module()(torch.randn(2, 4))  # the attack is real
+    assert target.read_bytes() == content
+    target.unlink()
+    refused = r"target 'torch\.ops\.aten\.from_file\.default'\" names an operator that takes the string argument " \
+              r"'filename'"
+    with pytest.raises(UnsafeFileError, match=refused):
+        sampan.jit.load(shared_model)
+    for backend in ("auto", "pt2"):
+        with pytest.raises(UnsafeFileError, match=refused):
+            sampan.inference.create_predictor(_config(shared_model, backend))
+    from sampan.cli import main
+
+    assert main(["export", f"{shared_model}.pt2", "--format", "onnx", "--output", str(tmp_path / "out")]) == 1
+    assert "from_file" in capsys.readouterr().err
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("target", ["torch.os.system", "_operator.attrgetter", "torch.ops.myext.run.default",
+                                    "#os.system", "torch.ops.aten.__class__.default",
+                                    "torch.ops.aten.no_such_op.default"])
+def test_a_graph_may_call_only_torch_tensor_operators_and_arithmetic(shared_model, target):
+    def edit(program):
+        program["graph_module"]["graph"]["nodes"][0]["target"] = target
+
+    _edit_program(shared_model, edit)
+    with pytest.raises(UnsafeFileError, match=rf"target {re.escape(repr(target))}\" names an operator that"):
+        sampan.jit.load(shared_model)
+
+
+def test_a_guard_that_closes_torchs_quoted_message_is_refused(shared_model, tmp_path):
+    """torch pastes each guard into ``torch._assert(<guard>, "Guard failed: <guard>")`` and execs it: a bytes
+    literal holding a double quote ends that message and the rest runs."""
+    marker = tmp_path / "pwned"
+    guard = f"""math.inf == inf or b'"+str(__import__("os").system("echo pwned > {marker}"))+"'"""
+    _edit_program(shared_model, lambda program: program.update(guards_code=[guard]))
+    torch.export.load(f"{shared_model}.pt2").module()(torch.randn(2, 4))  # the attack is real
+    assert marker.read_text().strip() == "pwned"
+    marker.unlink()
+    with pytest.raises(UnsafeFileError, match=r"guards_code' holds Python that has characters beyond size"):
+        sampan.jit.load(shared_model)
+    from sampan.jit._safety import _unsafe_node
+
+    assert "holds the constant b'x'" in _unsafe_node("math.inf == inf or b'x'", guard=True)
+    assert not marker.exists()
+
+
+def test_input_names_that_torch_pastes_into_guard_code_must_be_plain(shared_model):
+    def edit(program):
+        signature = program["graph_module"]["module_call_graph"][0]["signature"]
+        spec = json.loads(signature["in_spec"])
+        spec[1]["children_spec"][1]["context"] = json.dumps(['x"]+print(1)+["'])
+        signature["in_spec"] = json.dumps(spec)
+
+    _edit_program(shared_model, edit)
+    with pytest.raises(UnsafeFileError, match=r"in_spec' has the keys"):
+        sampan.jit.load(shared_model)
+
+
+def _two_faced_zip(honest: bytes, evil: dict[str, bytes]) -> bytes:
+    """One file holding two archives: Python's zipfile finds the central directory just before the end record
+    (the honest one), torch's miniz reader goes where the end record points (the one with ``evil`` members)."""
+    import io
+    import struct
+
+    def build(replace):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(honest)) as src, zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as out:
+            for info in src.infolist():
+                data = replace.get(info.filename.split("/", 1)[1], src.read(info))
+                out.writestr(zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0)), data)
+        raw = buf.getvalue()
+        _, _, _, _, count, size, offset, _ = struct.unpack("<4s4H2LH", raw[-22:])
+        return raw[:offset], raw[offset:offset + size], count
+
+    good_local, good_cd, count = build({})
+    evil_local, evil_cd, _ = build(evil)
+    assert len(good_cd) == len(evil_cd)  # same names: the two directories have one size
+    shift, shifted, pos = len(good_cd) + len(good_local), bytearray(evil_cd), 0
+    while pos < len(shifted):  # point the evil directory at its members, after the honest ones
+        name_len, extra_len, comment_len = struct.unpack("<3H", shifted[pos + 28:pos + 34])
+        (offset,) = struct.unpack("<L", shifted[pos + 42:pos + 46])
+        shifted[pos + 42:pos + 46] = struct.pack("<L", offset + shift)
+        pos += 46 + name_len + extra_len + comment_len
+    body = b"\0" * len(good_cd) + good_local + evil_local
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, count, count, len(good_cd), len(body), 0)
+    return body + bytes(shifted) + good_cd + end
+
+
+def test_an_archive_that_reads_differently_for_torch_is_refused(shared_model, tmp_path):
+    marker = tmp_path / "pwned"
+    file = Path(f"{shared_model}.pt2")
+    config = json.loads(_read(file, CONFIG))
+    _, entry = next(iter(config["config"].items()))
+    entry["use_pickle"] = True
+    file.write_bytes(_two_faced_zip(file.read_bytes(), {
+        CONFIG: json.dumps(config).encode(), f"data/weights/{entry['path_name']}": pickle.dumps(Payload(marker))}))
+    reseal(shared_model)
+    assert json.loads(_read(file, CONFIG))["config"] != config["config"]  # Python's zipfile sees the honest copy
+    with pytest.raises(Exception):  # noqa: B017 - the attack is real: plain torch unpickles the other copy
+        torch.export.load(str(file))
+    assert marker.read_text().strip() == "pwned"
+    marker.unlink()
+    with pytest.raises(UnsafeFileError, match=r"reads differently with torch's zip reader than with Python's"):
+        sampan.jit.load(shared_model)
+    assert not marker.exists()
+
+
+def test_onnx_sparse_initializer_data_outside_the_folder_is_refused(tmp_path):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from sampan.jit._safety import check_onnx
+
+    values = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
+    values.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "../secret.bin"), ("offset", "0"), ("length", "16")):
+        entry = values.external_data.add()
+        entry.key, entry.value = key, value
+    sparse = helper.make_sparse_tensor(values, numpy_helper.from_array(np.arange(4, dtype=np.int64), "i"), [4])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], sparse_initializer=[sparse])
+    (tmp_path / "model").mkdir()
+    onnx.save(helper.make_model(graph), tmp_path / "model" / "m.onnx")
+    with pytest.raises(UnsafeFileError, match=r"tensor 'w' reads its data from '\.\./secret\.bin'"):
+        check_onnx(tmp_path / "model" / "m.onnx")

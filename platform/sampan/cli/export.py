@@ -99,14 +99,13 @@ def _read_state(checkpoint: Path, torch) -> dict:
 
 
 def _from_pt2(path: Path, specs):
-    import torch
-
     from sampan.jit import _artifacts as art
+    from sampan.jit import _safety
 
     prefix = art.prefix_of(path)
     meta = art.read_metadata(prefix)
     file = art.check_artifact(prefix, meta, "pt2")
-    return torch.export.load(str(file)), specs or meta["_specs"], meta["outputs"]
+    return _safety.load_pt2(file), specs or meta["_specs"], meta["outputs"]
 
 
 def export_checkpoint(args) -> Path:

@@ -71,7 +71,9 @@ class _OrtBackend:
 def _load_backend(name: str, file, config: Config, specs: list[InputSpec]):
     device = config.device
     if name == "pt2":
-        module = torch.export.load(str(file)).module()
+        from sampan.jit._safety import load_pt2
+
+        module = load_pt2(file).module()
         return _TorchBackend(module.to(device) if device != "cpu" else module, device)
     if name == "aoti":
         return _TorchBackend(torch._inductor.aoti_load_package(str(file)), device)

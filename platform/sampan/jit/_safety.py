@@ -4,8 +4,11 @@
 ``use_pickle`` in the archive's payload config, legacy ``weights/<model>.pt`` files, custom objects
 and sample inputs it cannot read safely; it also evaluates the program's symbolic-shape strings
 with ``sympy.sympify`` (``eval``) and ``exec``-s its ``guards_code``. A ``.pt2`` from someone else
-could therefore run any command. :func:`check_pt2` reads the archive with :mod:`zipfile` first and
-refuses every entry that torch would unpickle or evaluate as anything but size arithmetic, naming it.
+could therefore run any command. Its graph names operators by string, and some plain ``aten`` ones
+reach the file system (``aten.from_file(path, shared=True)`` maps any file for writing). :func:`check_pt2`
+reads the archive first, with :mod:`zipfile` and with torch's own zip reader (refusing an archive the two read
+differently), and refuses every entry that torch would unpickle or evaluate as anything but size arithmetic,
+and every operator outside an allowlist, naming it. :func:`load_pt2` checks and loads the same bytes.
 
 An AOTInductor package is compiled machine code: loading it *is* running it, so :func:`check_aoti`
 accepts only packages that ``sampan.jit.save`` compiled for this user (their sha256 is kept in a
@@ -22,8 +25,9 @@ import re
 import warnings
 import zipfile
 from pathlib import Path
+from typing import Any
 
-from sampan.errors import UnsafeFileError
+from sampan.errors import UnsafeFileError, first_line
 
 _NAME = r"[A-Za-z0-9_.-]+"
 # What torch.export.save writes (archive root folder stripped); anything else is refused.
@@ -44,15 +48,18 @@ def _refuse(file: Path, entry: str, why: str) -> UnsafeFileError:
                            f"run code from whoever made the file. {_REEXPORT}.", path=os.fspath(file), entry=entry)
 
 
-def check_pt2(file: str | os.PathLike) -> None:
+def check_pt2(file: str | os.PathLike, data: bytes | None = None) -> None:
     """Raises :class:`~sampan.errors.UnsafeFileError` unless ``file`` holds only plain tensors and JSON.
+
+    ``data``: the file's bytes when already read (what :func:`load_pt2` then gives torch).
 
     Example:
         >>> check_pt2("out/lenet.pt2")   # doctest: +SKIP
     """
     file = Path(file)
     try:
-        with zipfile.ZipFile(file) as archive:
+        data = file.read_bytes() if data is None else data
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = [info for info in archive.infolist() if not info.is_dir()]
             names = [info.filename for info in infos]
             if len({n.split("/", 1)[0] for n in names}) > 1 or len(set(names)) != len(names):
@@ -63,6 +70,7 @@ def check_pt2(file: str | os.PathLike) -> None:
                 if not _PT2_MEMBERS.fullmatch(name):
                     raise _refuse(file, name, "is not part of a plain torch.export program (pickled data or "
                                               "compiled code)")
+            _same_for_torch(file, data, {name: archive.read(member) for name, member in members.items()})
             for name, member in members.items():
                 if name.endswith("_config.json"):
                     _check_payload_config(file, name, archive.read(member))
@@ -73,6 +81,33 @@ def check_pt2(file: str | os.PathLike) -> None:
     except (zipfile.BadZipFile, OSError) as exc:
         raise UnsafeFileError(f"{os.fspath(file)!r} is not a readable .pt2 archive ({exc}). HINT: export the "
                               "model again.", path=os.fspath(file), entry=None) from exc
+
+
+def load_pt2(file: str | os.PathLike):
+    """``torch.export.load`` of ``file`` after :func:`check_pt2`, on the very bytes that were checked (the file
+    cannot change in between)."""
+    import torch
+
+    data = Path(file).read_bytes()
+    check_pt2(file, data)
+    return torch.export.load(io.BytesIO(data))
+
+
+def _same_for_torch(file: Path, data: bytes, members: dict[str, bytes]) -> None:
+    """torch reads the archive with its own zip reader (miniz), which finds the central directory where the end
+    record says, while :mod:`zipfile` searches back from the end: one file can show each a different archive."""
+    import torch
+
+    try:
+        reader = torch._C.PyTorchFileReader(io.BytesIO(data))
+        records = reader.get_all_records()
+    except RuntimeError as exc:
+        raise _refuse(file, "(the archive)", f"cannot be read by torch's zip reader ({first_line(exc)})") from exc
+    differ = sorted(set(records) ^ set(members)) or [n for n in records if reader.get_record(n) != members[n]]
+    if differ or len(records) != len(members):
+        raise _refuse(file, (differ or records)[0], "reads differently with torch's zip reader than with Python's "
+                                                    "(an archive made to show the checks one content and torch "
+                                                    "another)")
 
 
 def _check_payload_config(file: Path, name: str, raw: bytes) -> None:
@@ -144,8 +179,11 @@ def _unsafe_node(text: str, *, guard: bool) -> str | None:
                 return "passes **keywords"
             continue
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, str) and not _SAFE_STRING.fullmatch(node.value):
-                return f"holds the string {node.value!r}"
+            if isinstance(node.value, str):
+                if not _SAFE_STRING.fullmatch(node.value):
+                    return f"holds the string {node.value!r}"
+            elif not (node.value is None or isinstance(node.value, (bool, int, float))):
+                return f"holds the constant {node.value!r}"  # b'"+...' would close torch's quoted message
         elif isinstance(node, ast.Name):
             if node.id not in allowed_names and not _SYMBOL.fullmatch(node.id):
                 return f"uses the name {node.id!r}"
@@ -163,15 +201,86 @@ def _unsafe_node(text: str, *, guard: bool) -> str | None:
     return None
 
 
+# torch pastes each guard into generated code (``torch._assert(<guard>, "Guard failed: <guard>")``): only these
+# characters, so that nothing the parser ignores (a comment) or a quote can change that code's shape.
+_GUARD_TEXT = re.compile(r"[A-Za-z0-9_ .,()\[\]+\-*/%<>=!&|~^']*")
+# Operators a graph may call (``node.target``): torch's own operator libraries and the builtins torch's verifier
+# allows. An operator of another library runs code registered by whoever provides it; a plain aten one may still
+# take a file name (``aten.from_file``), hence the check of string arguments below.
+_OP_LIBRARIES = ("aten", "quantized_decomposed")
+_HIGHER_ORDER = {"cond", "while_loop", "map_impl", "scan", "wrap_with_set_grad_enabled", "wrap_with_autocast"}
+_BUILTIN_TARGETS = ({f"_operator.{n}" for n in ("getitem", "add", "mul", "sub", "truediv", "ge", "le", "gt", "lt",
+                                                 "eq", "ne", "floordiv", "mod", "and_", "or_", "not_", "pow", "neg",
+                                                 "abs", "lshift", "rshift")}
+                    | {"math.ceil", "math.floor", "math.trunc", "builtins.round", "torch._C._set_grad_enabled",
+                       "torch.autograd.grad_mode.set_grad_enabled", "torch.amp.autocast_mode._enter_autocast",
+                       "torch.amp.autocast_mode._exit_autocast"}
+                    | {f"torch.sym_{n}" for n in ("int", "float", "ite", "max", "min", "not", "sqrt", "sum")})
+# The string arguments of aten operators that choose a mode ("tanh", "floor", "same", ...); any other (a file
+# name, a message to print) refuses the operator.
+_MODE_ARGUMENTS = {"UPLO", "activation", "algorithm", "approximate", "assert_msg", "driver", "equation", "indexing",
+                   "interpolation", "mode", "norm", "ord", "p", "pad_mode", "padding", "padding_side", "reduce",
+                   "rounding_mode", "side"}
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SPEC_TYPES = {None, "builtins.tuple", "builtins.list", "builtins.dict", "collections.OrderedDict",
+               "torch.fx.immutable_collections.immutable_list", "torch.fx.immutable_collections.immutable_dict"}
+
+
+@functools.lru_cache(maxsize=None)
+def _unsafe_target(target: str) -> str | None:
+    """Why a graph may not call ``target``, or ``None`` when it may."""
+    if target in _BUILTIN_TARGETS:
+        return None
+    parts = target.split(".")
+    if len(parts) == 4 and parts[:3] == ["torch", "ops", "higher_order"] and parts[3] in _HIGHER_ORDER:
+        return None
+    if len(parts) != 5 or parts[:2] != ["torch", "ops"] or parts[2] not in _OP_LIBRARIES \
+            or not all(_IDENTIFIER.fullmatch(x) and not x.startswith("__") for x in parts[3:]):
+        return "is not an operator of torch's own libraries"
+    import torch
+
+    if parts[2] == "quantized_decomposed":
+        import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers the library)
+    try:
+        schema = getattr(getattr(getattr(torch.ops, parts[2]), parts[3]), parts[4])._schema
+    except (AttributeError, RuntimeError):
+        return "is not an operator this torch has"
+    for argument in schema.arguments:
+        if "str" in str(argument.type) and argument.name not in _MODE_ARGUMENTS:
+            return f"takes the string argument {argument.name!r} (a file name or text it acts on)"
+    return None
+
+
+def _unsafe_spec(text: Any) -> str | None:
+    """Why a serialized pytree spec (a program's inputs and outputs) is not plain containers with plain keys:
+    torch pastes its keys into the guards' generated code."""
+    try:
+        todo = [json.loads(text)[1]]
+        while todo:
+            node = todo.pop()
+            if node["type"] not in _SPEC_TYPES:
+                return f"has the container type {node['type']!r}"
+            context = json.loads(node["context"]) if isinstance(node["context"], str) else node["context"]
+            keys = context if isinstance(context, list) else [] if context is None else [context]
+            if not all(isinstance(k, int) or (isinstance(k, str) and _IDENTIFIER.fullmatch(k)) for k in keys):
+                return f"has the keys {keys!r}"
+            todo.extend(node["children_spec"])
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        return f"does not parse ({exc!r})"
+    return None
+
+
 def _check_program_text(file: Path, name: str, raw: bytes) -> None:
     try:
         program = json.loads(raw)
     except ValueError as exc:
         raise _refuse(file, name, f"is not valid JSON ({exc})") from exc
     for guard in program.get("guards_code") or [] if isinstance(program, dict) else []:
-        problem = _unsafe_node(str(guard), guard=True)
+        text = str(guard)
+        problem = (None if _GUARD_TEXT.fullmatch(text) else "has characters beyond size arithmetic") \
+            or _unsafe_node(text, guard=True)
         if problem:
-            raise _refuse(file, f"{name}: guards_code", f"holds Python that {problem} ({str(guard)[:80]!r}; torch "
+            raise _refuse(file, f"{name}: guards_code", f"holds Python that {problem} ({text[:80]!r}; torch "
                                                         "would exec it)")
     todo = [program]
     while todo:
@@ -183,6 +292,19 @@ def _check_program_text(file: Path, name: str, raw: bytes) -> None:
                 if problem:
                     raise _refuse(file, f"{name}: expr_str", f"holds a shape expression that {problem} "
                                                              f"({text[:80]!r}; torch would eval it)")
+            for key in ("target", "as_operator"):
+                target = item.get(key)
+                if (key == "as_operator" or "inputs" in item) and target is not None:
+                    problem = _unsafe_target(target) if isinstance(target, str) else "is not a name"
+                    if problem:
+                        raise _refuse(file, f"{name}: {key} {str(target)[:80]!r}",
+                                      f"names an operator that {problem}; a model from someone else may call only "
+                                      "torch's tensor operators and arithmetic")
+            for key in ("in_spec", "out_spec"):
+                if key in item:
+                    problem = _unsafe_spec(item[key])
+                    if problem:
+                        raise _refuse(file, f"{name}: {key}", f"{problem} (torch builds code from it)")
             todo.extend(item.values())
         elif isinstance(item, list):
             todo.extend(item)
@@ -231,7 +353,8 @@ def check_onnx(file: str | os.PathLike) -> None:
     file = Path(file)
     folder = file.resolve().parent
     model = onnx.load(os.fspath(file), load_external_data=False)
-    for tensor in _get_all_tensors(model):
+    for tensor in [*_get_all_tensors(model), *_sparse_tensors(model.graph), *(
+            t for function in model.functions for t in _sparse_tensors(function))]:
         if not uses_external_data(tensor):
             continue
         location = next((e.value for e in tensor.external_data if e.key == "location"), "")
@@ -242,3 +365,17 @@ def check_onnx(file: str | os.PathLike) -> None:
                 f"Refusing to load {os.fspath(file)!r}: tensor {tensor.name!r} reads its data from {location!r}, "
                 "outside the model's folder. HINT: keep external data files next to the .onnx file, named "
                 "relative to it.", path=os.fspath(file), entry=tensor.name)
+
+
+def _sparse_tensors(graph) -> list:
+    """The values and indices of every sparse tensor in an ONNX graph or function, its subgraphs included
+    (``onnx.external_data_helper`` lists only dense ones)."""
+    sparse = list(getattr(graph, "sparse_initializer", ()))
+    found = []
+    for node in graph.node:
+        for attribute in node.attribute:
+            sparse += [attribute.sparse_tensor] if attribute.HasField("sparse_tensor") else []
+            sparse += list(attribute.sparse_tensors)
+            for sub in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+                found += _sparse_tensors(sub)
+    return found + [t for tensor in sparse for t in (tensor.values, tensor.indices)]

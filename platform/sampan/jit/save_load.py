@@ -163,7 +163,7 @@ def _save_on(layer, prefix, specs, fmt, output_names, examples, verify, rtol, at
 
 def _load_runner(file: Path, fmt: str, device: str):
     if fmt == "pt2":
-        program = torch.export.load(os.fspath(file))
+        program = _safety.load_pt2(file)
         module = program.module()
         return module.to(device) if device != "cpu" else module
     return torch._inductor.aoti_load_package(os.fspath(file))

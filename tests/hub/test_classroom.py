@@ -75,6 +75,10 @@ def test_signup_needs_approval_and_wrong_passwords_say_nothing(hub):
     with pytest.raises(PermissionError) as no_such_user:
         hub.login("nobody", "not-her-password")
     assert str(wrong_password.value) == str(no_such_user.value) == "Invalid username or password."
+    # the password reached the hub in a private file it deleted, not in its environment, which every
+    # learner's server (the hub's own account) could read in /proc for the hub's whole life
+    assert hub.teacher_password.encode() not in Path(f"/proc/{hub.proc.pid}/environ").read_bytes()
+    assert not (hub.dir / ".teacher-password").exists()
     # the teacher's name cannot be taken at sign-up
     hub.signup("teacher", "someone-else-123")
     with pytest.raises(PermissionError):

@@ -78,7 +78,7 @@ def environment(args) -> dict[str, str]:
 
 def _teacher_password(hub_dir: Path) -> str | None:
     if os.environ.get("SAMPAN_HUB_TEACHER_PASSWORD"):
-        return None  # already in the environment the hub inherits
+        return os.environ["SAMPAN_HUB_TEACHER_PASSWORD"]
     if (hub_dir / "jupyterhub.sqlite").is_file():
         return None  # the teacher's account exists from an earlier start
     if not sys.stdin.isatty():
@@ -87,8 +87,17 @@ def _teacher_password(hub_dir: Path) -> str | None:
     return getpass.getpass("Password for the teacher account: ")
 
 
+def _write_private(file: Path, text: str) -> Path:
+    """``text`` in a new file only this account can read (0600 from its creation, never a link followed)."""
+    file.unlink(missing_ok=True)
+    fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return file
+
+
 def run(args) -> int:
-    from sampan.hub.config import proxy_command
+    from sampan.hub.config import PASSWORD_FILE_ENV, proxy_command
 
     try:
         env = environment(args)
@@ -103,12 +112,17 @@ def run(args) -> int:
         print(" ".join(cmd))
         return 0
     os.environ.update(env)
+    hub_dir = Path(env["SAMPAN_HUB_DIR"])
+    hub_dir.mkdir(parents=True, exist_ok=True)
+    hub_dir.chmod(0o700)
+    # The password reaches the hub in a private file it deletes once read, not in its environment: a process's
+    # initial environment stays readable in /proc/PID/environ by its account (every learner's server) for its life.
+    os.environ.pop("SAMPAN_HUB_TEACHER_PASSWORD", None)
     if password:
-        os.environ["SAMPAN_HUB_TEACHER_PASSWORD"] = password
+        os.environ[PASSWORD_FILE_ENV] = str(_write_private(hub_dir / ".teacher-password", password))
     scheme = "https" if args.ssl_cert else "http"
     print(f"Sampan hub: {scheme}://{args.ip}:{args.port}/hub/  (teacher dashboard: /services/progress/)", flush=True)
     sys.stderr.flush()
-    Path(env["SAMPAN_HUB_DIR"]).mkdir(parents=True, exist_ok=True)
     os.chdir(env["SAMPAN_HUB_DIR"])  # JupyterHub writes its runtime files beside its database
     os.execv(sys.executable, cmd)  # JupyterHub replaces this process
     return 0  # pragma: no cover

@@ -44,6 +44,8 @@ CUSTOM_SCOPES = {
     "custom:progress:read": {"description": "Read every learner's progress on the teacher dashboard."},
     "custom:progress:write": {"description": "Post one's own progress events to the teacher dashboard."},
 }
+PASSWORD_ENV = "SAMPAN_HUB_TEACHER_PASSWORD"  # the teacher's password, for `sampan hub` (never a command line)
+PASSWORD_FILE_ENV = "SAMPAN_HUB_TEACHER_PASSWORD_FILE"  # how `sampan hub` hands it to the hub: a private file
 
 
 @dataclass
@@ -209,9 +211,8 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     c.JupyterHub.services = services(s)
     plan = live_plan(s.live, s.live_user)
     print(f"[sampan hub] {plan.reason}", file=sys.stderr)
+    s.hub_dir.chmod(0o700)  # the database, cookie secret and learners' homes: no other local account reads them
     if plan.enabled:
-        if plan.user is not None:  # the hub folder (database, cookie secret, learners' homes) is the hub's alone
-            s.hub_dir.chmod(0o700)
         live_dir = make_live_dir(s.hub_dir, plan.user)
         progress = next(x for x in c.JupyterHub.services if x["name"] == SERVICE)
         progress["environment"]["SAMPAN_LIVE_DIR"] = str(live_dir)  # it keeps the copies fresh and links them

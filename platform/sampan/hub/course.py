@@ -53,13 +53,17 @@ def sync_course(source: Path, dest: Path) -> SyncReport:
         source: the course (``notebooks/`` of the checkout the hub runs from).
         dest: the learner's copy, e.g. ``<home>/course``.
     """
+    report = SyncReport()
+    if dest.is_symlink():  # the learner's link: the hub (maybe root) would write wherever it points
+        report.kept.extend(rel.as_posix() for rel, _ in _course_files(source))
+        return report
     dest.mkdir(parents=True, exist_ok=True)
     state_file = dest / STATE
     state = read_json_dict(state_file)
-    report = SyncReport()
     for rel, src in _course_files(source):
         target, key, new = dest / rel, rel.as_posix(), _sha256(src)
-        if target.is_symlink() or (target.exists() and not target.is_file()):
+        linked = any((dest / folder).is_symlink() for folder in rel.parents if folder != Path("."))
+        if linked or target.is_symlink() or (target.exists() and not target.is_file()):
             report.kept.append(key)
             continue
         if not target.exists():

@@ -24,6 +24,10 @@ from typing import Any
 from sampan.errors import bad_argument
 
 STATUSES = ("started", "passed", "failed")
+# One learner's server may not flood the store that the whole class's pages summarise: a course has tens of
+# lessons, each a few dozen exercise checks; these bounds are far above that.
+MAX_LESSONS_PER_USER = 300
+MAX_EVENTS_PER_USER = 20_000
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -50,6 +54,10 @@ def parse_event(payload: Any) -> dict[str, Any]:
     return {"lesson": lesson, "status": status, "exercise": exercise}
 
 
+class StoreFullError(ValueError):
+    """A learner has recorded more events or lessons than any course gives (the service answers 429)."""
+
+
 class ProgressStore:
     """Progress events in SQLite (``path`` may be ``":memory:"``); safe to share between threads."""
 
@@ -63,6 +71,14 @@ class ProgressStore:
         event = parse_event(payload)
         event["at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         with self._lock:
+            events, lessons, known = self._db.execute(
+                "SELECT COUNT(*), COUNT(DISTINCT lesson), SUM(lesson = ?) FROM events WHERE user = ?",
+                (event["lesson"], user)).fetchone()
+            if events >= MAX_EVENTS_PER_USER or (not known and lessons >= MAX_LESSONS_PER_USER):
+                raise StoreFullError(
+                    f"{user!r} has recorded {events} events on {lessons} lessons, the most one learner may "
+                    f"({MAX_EVENTS_PER_USER} events, {MAX_LESSONS_PER_USER} lessons); this event was not stored. "
+                    "HINT: a course reports far fewer; ask the teacher to look at this learner's server")
             self._db.execute("INSERT INTO events (user, lesson, exercise, status, at) VALUES (?, ?, ?, ?, ?)",
                              (user, event["lesson"], event["exercise"], event["status"], event["at"]))
         return event
@@ -87,14 +103,18 @@ class ProgressStore:
 
     def class_summary(self, users: list[str]) -> dict[str, Any]:
         """Per learner and lesson, per lesson (completion, most-failed exercises), for the teacher's page."""
-        table = _summaries(self._rows())
+        rows = self._rows()
+        table = _summaries(rows)
         lessons = sorted({lesson for per_user in table.values() for lesson in per_user})
-        failed = Counter((lesson, ex) for _, lesson, ex, status, _ in self._rows() if ex and status == "failed")
+        failed: dict[str, Counter] = {}
+        for _, lesson, ex, status, _ in rows:
+            if ex and status == "failed":
+                failed.setdefault(lesson, Counter())[ex] += 1
         per_lesson = {
             lesson: {
                 "done": sum(1 for u in users if table.get(u, {}).get(lesson, {}).get("status") == "done"),
                 "learners": len(users),
-                "most_failed": [ex for (l, ex), _ in failed.most_common() if l == lesson][:3],
+                "most_failed": [ex for ex, _ in failed.get(lesson, Counter()).most_common(3)],
             }
             for lesson in lessons
         }

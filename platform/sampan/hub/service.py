@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -84,14 +85,34 @@ USERS_ENV = "SAMPAN_HUB_USERS"
 LIVE_DIR_ENV = "SAMPAN_LIVE_DIR"
 
 
+CATALOG_BYTES = 1 << 20  # a gallery.json `sampan publish` writes is a few kB
+NOTEBOOK_BYTES = 64 << 20  # a published dashboard with its pictures; nbconvert renders larger ones slowly
+
+
+def read_learner_file(path: Path, limit: int) -> bytes | None:
+    """The bytes of a regular file a learner controls, or None: not a FIFO or device (which would block the
+    service for the whole class), not over ``limit`` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        data = fh.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
 def published(users_dir: Path) -> list[tuple[str, dict[str, Any]]]:
     """``[(user, gallery entry)]`` of every learner's ``sampan publish`` gallery under ``users_dir``."""
     found = []
     for home in sorted(p for p in users_dir.iterdir() if p.is_dir()) if users_dir.is_dir() else []:
-        catalog = home / ".sampan" / "gallery" / "gallery.json"
+        raw = read_learner_file(home / ".sampan" / "gallery" / "gallery.json", CATALOG_BYTES)
         try:
-            entries = json.loads(catalog.read_text(encoding="utf-8")).get("dashboards", {})
-        except (OSError, ValueError, AttributeError):
+            entries = json.loads(raw).get("dashboards", {}) if raw is not None else {}
+            entries.items()
+        except (ValueError, AttributeError):
             continue
         found += [(home.name, entry) for _, entry in sorted(entries.items()) if _well_formed(entry)]
     return found
@@ -129,12 +150,22 @@ def render_dashboard(users_dir: Path, user: str, name: str) -> str | None:
     """A published dashboard's saved outputs as HTML (no code cells, no execution); None when unknown."""
     from nbconvert import HTMLExporter
 
+    import nbformat
+
     entry = next((e for u, e in published(users_dir) if u == user and e.get("name") == name), None)
     notebook = (users_dir / user / ".sampan" / "gallery" / f"{name}.ipynb").resolve()
-    if entry is None or not notebook.is_relative_to(users_dir.resolve()) or not notebook.is_file():
+    # after links, inside the publisher's own folder: a learner cannot publish a link to a classmate's file
+    if entry is None or not notebook.is_relative_to((users_dir / user).resolve()):
+        return None
+    raw = read_learner_file(notebook, NOTEBOOK_BYTES)
+    try:
+        nb = nbformat.reads(raw.decode("utf-8"), as_version=4) if raw is not None else None
+    except (ValueError, UnicodeDecodeError, nbformat.reader.NotJSONError):
+        return None
+    if nb is None:
         return None
     html, _ = HTMLExporter(exclude_input=True, exclude_input_prompt=True,
-                           exclude_output_prompt=True).from_filename(str(notebook))
+                           exclude_output_prompt=True).from_notebook_node(nb)
     return html
 
 
@@ -154,8 +185,9 @@ def make_app(store_path: str | os.PathLike):
     from jupyterhub.utils import url_path_join
     from tornado import web
     from tornado.httpclient import AsyncHTTPClient
+    from tornado.ioloop import IOLoop
 
-    from sampan.hub.progress_store import ProgressStore
+    from sampan.hub.progress_store import ProgressStore, StoreFullError
 
     store = ProgressStore(str(store_path))
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/progress/")
@@ -181,7 +213,8 @@ def make_app(store_path: str | os.PathLike):
         async def get(self):
             self.require(READ_SCOPE)
             people = await roster()
-            self.finish(render_class(store.class_summary(students(people)), people, store.last_activity()))
+            summary = await IOLoop.current().run_in_executor(None, store.class_summary, students(people))
+            self.finish(render_class(summary, people, store.last_activity()))
 
     class OwnHandler(Base):
         @web.authenticated
@@ -194,7 +227,7 @@ def make_app(store_path: str | os.PathLike):
         async def get(self):
             self.require(READ_SCOPE)
             people = await roster()
-            summary = store.class_summary(students(people))
+            summary = await IOLoop.current().run_in_executor(None, store.class_summary, students(people))
             self.finish({"roster": people, "last_activity": store.last_activity(), **summary})
 
     class CsvHandler(Base):
@@ -204,19 +237,21 @@ def make_app(store_path: str | os.PathLike):
             people = await roster()
             self.set_header("Content-Type", "text/csv; charset=utf-8")
             self.set_header("Content-Disposition", 'attachment; filename="progress.csv"')
-            self.finish(store.csv_export(students(people)))
+            self.finish(await IOLoop.current().run_in_executor(None, store.csv_export, students(people)))
 
     class EventHandler(Base):
-        def check_xsrf_cookie(self):  # only token-authenticated posts are accepted (see post)
-            return
-
         @web.authenticated
         def post(self):
-            if not self.request.headers.get("Authorization", "").startswith("token "):
+            # a valid hub token only: a browser's cookie (with or without a bogus Authorization header) may not post
+            if not getattr(self, "_token_authenticated", False):
                 raise web.HTTPError(403, "post events with the server's hub token")
             self.require(WRITE_SCOPE)
             try:
                 event = store.add(self.current_user["name"], json.loads(self.request.body or b"null"))
+            except StoreFullError as exc:
+                self.set_status(429)
+                self.finish({"error": str(exc)})
+                return
             except (ValueError, json.JSONDecodeError) as exc:
                 self.set_status(400)
                 self.finish({"error": str(exc)})
@@ -227,15 +262,17 @@ def make_app(store_path: str | os.PathLike):
     users_dir = Path(os.environ.get(USERS_ENV, "users"))
     live_dir = Path(os.environ[LIVE_DIR_ENV]) if os.environ.get(LIVE_DIR_ENV) else None
 
+    # reading the learners' files and rendering a notebook take a while: off the IOLoop, which serves the class
     class GalleryHandler(Base):
         @web.authenticated
-        def get(self):
-            self.finish(render_gallery(published(users_dir), live=live_dir is not None))
+        async def get(self):
+            entries = await IOLoop.current().run_in_executor(None, published, users_dir)
+            self.finish(render_gallery(entries, live=live_dir is not None))
 
     class DashboardHandler(Base):
         @web.authenticated
-        def get(self, user: str, name: str):
-            html = render_dashboard(users_dir, user, name)
+        async def get(self, user: str, name: str):
+            html = await IOLoop.current().run_in_executor(None, render_dashboard, users_dir, user, name)
             if html is None:
                 raise web.HTTPError(404)
             self.set_header("Content-Security-Policy", CSP)

@@ -1,0 +1,180 @@
+"""One learner cannot use the class's progress service against classmates or the teacher.
+
+The service (``sampan.hub.service``) reads every learner's gallery and stores everyone's progress events, so
+what one learner writes in their own folder or posts from their own server must not expose a classmate's
+files, hang the service or its pages for the class, or let a browser page post events as its viewer. Each
+attack runs against the real functions, and the event endpoint against the real tornado app behind a stand-in
+for the hub's user API.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+
+import pytest
+
+from sampan.hub import progress_store
+from sampan.hub.progress_store import ProgressStore, StoreFullError
+from sampan.hub.service import published, render_dashboard
+
+SECRET = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+    {"cell_type": "markdown", "id": "s", "metadata": {}, "source": "BOB'S PRIVATE HOMEWORK"}]}
+
+
+def _gallery(users, user: str, entries: dict) -> object:
+    folder = users / user / ".sampan" / "gallery"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "gallery.json").write_text(json.dumps({"dashboards": entries}))
+    return folder
+
+
+def test_a_published_link_to_a_classmates_file_is_not_served(tmp_path):
+    users = tmp_path / "users"
+    (users / "bob" / "private").mkdir(parents=True)
+    (users / "bob" / "private" / "homework.ipynb").write_text(json.dumps(SECRET))
+    folder = _gallery(users, "alice", {"stolen": {"name": "stolen", "published_at": "2026-12-05T10:00:00"},
+                                       "mine": {"name": "mine", "published_at": "2026-12-05T10:00:00"}})
+    (folder / "stolen.ipynb").symlink_to(users / "bob" / "private" / "homework.ipynb")
+    (folder / "mine.ipynb").write_text(json.dumps({**SECRET, "cells": [{**SECRET["cells"][0], "source": "MINE"}]}))
+    assert render_dashboard(users, "alice", "stolen") is None
+    assert "MINE" in render_dashboard(users, "alice", "mine")  # her own dashboard still shows
+
+
+def test_a_fifo_or_a_huge_file_in_a_gallery_does_not_hang_the_service(tmp_path):
+    users = tmp_path / "users"
+    folder = users / "mallory" / ".sampan" / "gallery"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "gallery.json")  # opening it for reading would wait for a writer forever
+    _gallery(users, "alice", {"app": {"name": "app", "published_at": None}})
+    result: list = []
+    reader = threading.Thread(target=lambda: result.append(published(users)), daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    assert result == [[("alice", {"name": "app", "published_at": None})]], "published() hung on a FIFO"
+    big = _gallery(users, "eve", {"big": {"name": "big", "published_at": None}})
+    with open(big / "big.ipynb", "wb") as fh:  # sparse: 100 GB on paper, nothing on disk
+        fh.truncate(100 << 30)
+    assert render_dashboard(users, "eve", "big") is None
+
+
+def test_one_learner_cannot_flood_the_store_that_the_class_pages_summarise(monkeypatch):
+    monkeypatch.setattr(progress_store, "MAX_LESSONS_PER_USER", 3)
+    monkeypatch.setattr(progress_store, "MAX_EVENTS_PER_USER", 5)
+    store = ProgressStore(":memory:")
+    for lesson in ("a", "b", "c"):
+        store.add("mallory", {"lesson": lesson, "status": "started"})
+    with pytest.raises(StoreFullError, match=r"'mallory' has recorded 3 events on 3 lessons.*not stored"):
+        store.add("mallory", {"lesson": "d", "status": "started"})
+    store.add("mallory", {"lesson": "a", "status": "passed"})  # a known lesson still records
+    store.add("mallory", {"lesson": "b", "status": "passed"})
+    with pytest.raises(StoreFullError, match="5 events"):
+        store.add("mallory", {"lesson": "c", "status": "passed"})
+    store.add("alice", {"lesson": "d", "status": "passed"})  # the cap is per learner
+    summary = store.class_summary(["alice", "mallory"])
+    assert summary["learners"]["alice"]["d"]["status"] == "done"
+    assert summary["learners"]["mallory"]["b"]["status"] == "done" and "d" not in summary["learners"]["mallory"]
+
+
+@pytest.fixture
+def service(tmp_path, monkeypatch):
+    """The real progress app on 127.0.0.1, behind a stand-in for the hub's ``/hub/api/user`` that knows one
+    valid token (bob's)."""
+    from tornado import httpserver, netutil, web
+
+    class HubUser(web.RequestHandler):
+        def get(self):
+            if self.request.headers.get("Authorization") == "token bob-token":
+                self.finish({"kind": "user", "name": "bob", "admin": False,
+                             "scopes": ["access:services!service=progress", "custom:progress:write"]})
+            else:
+                self.set_status(403)
+                self.finish({"status": 403, "message": "bad token"})
+
+    (hub_socket,) = netutil.bind_sockets(0, "127.0.0.1")
+    stop = threading.Event()
+
+    def hub():
+        async def run():
+            httpserver.HTTPServer(web.Application([(r"/hub/api/user", HubUser)])).add_sockets([hub_socket])
+            while not stop.is_set():
+                await asyncio.sleep(0.05)
+        asyncio.run(run())
+
+    thread = threading.Thread(target=hub, daemon=True)
+    thread.start()
+    env = {"JUPYTERHUB_API_URL": f"http://127.0.0.1:{hub_socket.getsockname()[1]}/hub/api",
+           "JUPYTERHUB_API_TOKEN": "service-token", "JUPYTERHUB_SERVICE_PREFIX": "/services/progress/",
+           "JUPYTERHUB_CLIENT_ID": "service-progress",
+           "JUPYTERHUB_OAUTH_CALLBACK_URL": "/services/progress/oauth_callback",
+           "JUPYTERHUB_OAUTH_ACCESS_SCOPES": json.dumps(["access:services!service=progress"]),
+           "SAMPAN_HUB_USERS": str(tmp_path / "users")}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    yield tmp_path / "progress.sqlite"
+    stop.set()
+    thread.join(timeout=10)
+
+
+def test_events_need_the_servers_token_not_a_browsers_cookie(service):
+    from tornado import httpserver, netutil, web
+    from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+
+    from sampan.hub.service import make_app
+
+    async def attempt() -> list[int]:
+        app = make_app(service)
+        (sock,) = netutil.bind_sockets(0, "127.0.0.1")
+        server = httpserver.HTTPServer(app)
+        server.add_sockets([sock])
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/services/progress/api/events"
+        # bob's browser holds the service's cookie; a page he opens posts with it (and a made-up token)
+        cookie = "service-progress=" + web.create_signed_value(app.settings["cookie_secret"], "service-progress",
+                                                                "bob-token").decode()
+        codes = []
+        for headers in ({"Cookie": cookie}, {"Cookie": cookie, "Authorization": "token made-up"},
+                        {"Authorization": "token bob-token"}):
+            request = HTTPRequest(url, method="POST", headers=headers, follow_redirects=False,
+                                  body=json.dumps({"lesson": f"l{len(codes)}", "status": "passed"}))
+            codes.append((await AsyncHTTPClient().fetch(request, raise_error=False)).code)
+        server.stop()
+        return codes
+
+    assert asyncio.run(attempt()) == [403, 403, 201]
+    assert list(ProgressStore(str(service)).lesson_status("bob")) == ["l2"]  # only the token's post was stored
+
+
+def test_the_course_sync_never_writes_through_a_learners_link(tmp_path):
+    """The hub copies the course into each learner's ``~/course`` (as root when it runs as root): a folder the
+    learner replaced by a link must not carry those writes out of their home."""
+    from sampan.hub.course import sync_course
+
+    course = tmp_path / "course"
+    (course / "lessons").mkdir(parents=True)
+    (course / "lessons" / "intro.ipynb").write_text("{}")
+    (course / "top.ipynb").write_text("{}")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    home = tmp_path / "home"
+    (home / "course").mkdir(parents=True)
+    (home / "course" / "lessons").symlink_to(outside, target_is_directory=True)
+    report = sync_course(course, home / "course")
+    assert report.kept == ["lessons/intro.ipynb"] and report.copied == ["top.ipynb"]
+    (home / "other").symlink_to(outside, target_is_directory=True)
+    assert sync_course(course, home / "other").kept == ["lessons/intro.ipynb", "top.ipynb"]
+    assert list(outside.iterdir()) == []
+
+
+def test_the_hub_folder_is_private_to_the_hubs_account(tmp_path, monkeypatch):
+    import stat
+
+    from traitlets.config import Config
+
+    from sampan.hub.config import HubSettings, configure
+
+    monkeypatch.setenv("SAMPAN_HUB_LIVE", "off")
+    settings = HubSettings(hub_dir=tmp_path / "hub", live="off")
+    (tmp_path / "hub").mkdir(mode=0o755)
+    configure(Config(), settings)
+    assert stat.S_IMODE((tmp_path / "hub").stat().st_mode) == 0o700

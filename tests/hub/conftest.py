@@ -40,7 +40,10 @@ class Hub:
         self._admin_token: str | None = None
 
     def start(self) -> "Hub":
-        env = {**os.environ, "SAMPAN_HUB_TEACHER_PASSWORD": TEACHER_PASSWORD, **self.extra_env}
+        # as root (CI), the learners' servers run as root: the account switch needs a Python the learner account
+        # can run, and this one may lie in root's private home (tests/security/test_classroom_service.py checks it)
+        env = {**os.environ, "SAMPAN_HUB_TEACHER_PASSWORD": TEACHER_PASSWORD, "SAMPAN_HUB_LEARNER_USER": "root",
+               **self.extra_env}
         cmd = [sys.executable, "-m", "sampan", "hub", "--port", str(self.port), "--dir", str(self.dir)]
         if self.roster:
             cmd += ["--roster", str(self.roster)]

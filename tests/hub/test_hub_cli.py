@@ -4,7 +4,8 @@ from __future__ import annotations
 from sampan.cli import main
 
 
-def test_hub_dry_run_prints_the_settings_and_the_jupyterhub_command(tmp_path, capsys):
+def test_hub_dry_run_prints_the_settings_and_the_jupyterhub_command(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SAMPAN_HUB_LEARNER_USER", "root")  # as root (CI) the choice must be made: see below
     roster = tmp_path / "class.csv"
     roster.write_text("username,role\nkim,teacher\nlee,student\n")
     assert main(["hub", "--dry-run", "--dir", str(tmp_path / "hub"), "--roster", str(roster), "--port", "8123"]) == 0
@@ -23,6 +24,22 @@ def test_hub_refuses_a_lan_address_without_tls_and_bad_names(tmp_path, capsys):
     roster.write_text("username,role\nlee,principal\n")
     assert main(["hub", "--dry-run", "--roster", str(roster)]) == 2
     assert "line 2 role" in capsys.readouterr().err
+
+
+def test_as_root_the_hub_asks_who_the_learners_servers_run_as(capsys, monkeypatch):
+    import os
+
+    monkeypatch.delenv("SAMPAN_HUB_LEARNER_USER", raising=False)
+    if os.geteuid() != 0:
+        assert main(["hub", "--dry-run"]) == 0  # the servers run as this account, as documented
+        return
+    assert main(["hub", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "Expected `SAMPAN_HUB_LEARNER_USER` to be the account the learners' servers run as" in err
+    assert "useradd --system" in err and "SAMPAN_HUB_LEARNER_USER=root to accept" in err
+    monkeypatch.setenv("SAMPAN_HUB_LEARNER_USER", "no-such-account-x")
+    assert main(["hub", "--dry-run"]) == 2
+    assert "the Unix user 'no-such-account-x' does not exist" in capsys.readouterr().err
 
 
 def test_publish_serve_uses_the_dashboard_security_settings_and_preheated_kernels(capsys):

@@ -11,7 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -173,8 +176,80 @@ def test_the_hub_folder_is_private_to_the_hubs_account(tmp_path, monkeypatch):
 
     from sampan.hub.config import HubSettings, configure
 
-    monkeypatch.setenv("SAMPAN_HUB_LIVE", "off")
-    settings = HubSettings(hub_dir=tmp_path / "hub", live="off")
+    settings = HubSettings(hub_dir=tmp_path / "hub", live="off", learner_user="root")
     (tmp_path / "hub").mkdir(mode=0o755)
     configure(Config(), settings)
     assert stat.S_IMODE((tmp_path / "hub").stat().st_mode) == 0o700
+
+
+def _runnable_by_anyone(monkeypatch) -> None:
+    """The account checks need this Python readable by the account; in CI it lies in root's private home, so
+    the checks are pointed at a system program instead (the switch itself runs /usr/bin/id)."""
+    from sampan.hub import live
+
+    monkeypatch.setattr(live, "_python_files", lambda: [Path("/usr/bin/id")])
+
+
+def test_as_root_the_learners_servers_run_as_an_unprivileged_account(tmp_path, monkeypatch):
+    """A hub run as root started every server as root (a root shell for each learner). With
+    ``SAMPAN_HUB_LEARNER_USER`` they run as that account, in a home it owns, and read none of the hub's files."""
+    from traitlets.config import Config
+
+    from sampan.hub.config import HubSettings, configure, learner_account
+
+    if os.geteuid() != 0:  # without root the servers run as the hub's account, as documented
+        assert learner_account("") is None
+        return
+    with pytest.raises(ValueError, match="Expected `SAMPAN_HUB_LEARNER_USER` to be the account"):
+        learner_account("")
+    assert learner_account("root") is None  # asked for: every learner is root (a container given to the class)
+    _runnable_by_anyone(monkeypatch)
+    assert learner_account("nobody") == "nobody"
+    with pytest.raises(ValueError, match="'nobody' runs the live dashboards"):
+        learner_account("nobody", live_user="nobody")
+
+    with pytest.raises(ValueError, match=r"Expected `SAMPAN_HUB_DIR` to be a folder 'nobody' can pass through"):
+        configure(Config(), HubSettings(hub_dir=tmp_path / "hub", live="off", learner_user="nobody"))
+    base = Path(tempfile.mkdtemp(prefix="sampan-hub-test-", dir="/tmp"))  # tmp_path lies under a 0700 folder
+    try:
+        _learners_as_nobody(base, tmp_path)
+    finally:
+        shutil.rmtree(base)
+
+
+def _learners_as_nobody(base, tmp_path) -> None:
+    import pwd
+    import stat
+    import subprocess
+    from types import SimpleNamespace
+
+    from traitlets.config import Config
+
+    from sampan.hub.config import HubSettings, configure
+    from sampan.hub.spawner import SampanSpawner, _give_home
+
+    base.chmod(0o755)
+    hub, config = base / "hub", Config()
+    configure(config, HubSettings(hub_dir=hub, live="off", learner_user="nobody"))
+    assert config.SampanSpawner.learner_user == "nobody"
+    assert stat.S_IMODE(hub.stat().st_mode) == 0o711 == stat.S_IMODE((hub / "users").stat().st_mode)
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in hub.iterdir() if f.is_file()} == {
+        "jupyterhub.sqlite": 0o600, "progress.sqlite": 0o600}
+
+    nobody = pwd.getpwnam("nobody")
+    home, outside = hub / "users" / "alice", tmp_path / "outside.txt"
+    (home / "course").mkdir(parents=True)
+    (home / "course" / "intro.ipynb").write_text("{}")  # what the hub copied, as root
+    outside.write_text("root's")
+    (home / "link").symlink_to(outside)
+    _give_home(home, "nobody")
+    assert {(p.lstat().st_uid, p.name) for p in [home, *home.rglob("*")]} == {
+        (nobody.pw_uid, n) for n in ("alice", "course", "intro.ipynb", "link")}
+    assert outside.stat().st_uid == 0  # a link the learner made is not followed
+    spawner = SimpleNamespace(learner_user="nobody", home_dir=str(home))
+    preexec = SampanSpawner.make_preexec_fn(spawner, "alice")
+    done = subprocess.run(["/usr/bin/id", "-u"], preexec_fn=preexec, capture_output=True, text=True, check=True)
+    assert int(done.stdout) == nobody.pw_uid
+    denied = subprocess.run(["/usr/bin/head", "-c1", str(hub / "jupyterhub.sqlite")], preexec_fn=preexec,
+                            capture_output=True, text=True)
+    assert denied.returncode != 0 and "Permission denied" in denied.stderr

@@ -79,7 +79,7 @@ def environment(args) -> dict[str, str]:
 def _teacher_password(hub_dir: Path) -> str | None:
     if os.environ.get("SAMPAN_HUB_TEACHER_PASSWORD"):
         return os.environ["SAMPAN_HUB_TEACHER_PASSWORD"]
-    if (hub_dir / "jupyterhub.sqlite").is_file():
+    if (hub_dir / "jupyterhub.sqlite").is_file() and (hub_dir / "jupyterhub.sqlite").stat().st_size:
         return None  # the teacher's account exists from an earlier start
     if not sys.stdin.isatty():
         raise ValueError("No teacher password: set SAMPAN_HUB_TEACHER_PASSWORD for the first start. "
@@ -97,11 +97,12 @@ def _write_private(file: Path, text: str) -> Path:
 
 
 def run(args) -> int:
-    from sampan.hub.config import PASSWORD_FILE_ENV, proxy_command
+    from sampan.hub.config import LEARNER_USER_ENV, PASSWORD_FILE_ENV, learner_account, proxy_command
 
     try:
         env = environment(args)
         proxy_command()
+        learner_account(os.environ.get(LEARNER_USER_ENV, ""))  # as root: who the learners' servers run as
         password = None if args.dry_run else _teacher_password(Path(env["SAMPAN_HUB_DIR"]))
     except (ValueError, FileNotFoundError) as exc:
         print(f"sampan hub: {exc}", file=sys.stderr)

@@ -98,7 +98,8 @@ def _rush(learners: int, idle_seconds: float) -> dict:
         roster.write_text("username,role\n" + "".join(f"{n},student\n" for n in names))
         port = free_port()
         url = f"http://127.0.0.1:{port}/"
-        env = {**os.environ, "SAMPAN_DATA": str(Path(tmp) / "data"), "SAMPAN_HUB_TEACHER_PASSWORD": PASSWORD}
+        env = {**os.environ, "SAMPAN_DATA": str(Path(tmp) / "data"), "SAMPAN_HUB_TEACHER_PASSWORD": PASSWORD,
+               "SAMPAN_HUB_LEARNER_USER": os.environ.get("SAMPAN_HUB_LEARNER_USER", "root")}
         log = open(Path(tmp) / "hub.log", "w")
         hub = subprocess.Popen([sys.executable, "-m", "sampan", "hub", "--port", str(port), "--dir",
                                 str(Path(tmp) / "hub"), "--roster", str(roster)], env=env, stdout=log,

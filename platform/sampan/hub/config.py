@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sampan.errors import bad_argument
 from sampan.hub.live import LIVE_SERVICE, LIVE_BOOT, LivePlan, live_plan, make_live_dir
 from sampan.hub.roster import by_role, read_roster
 from sampan.utils.net import free_port
@@ -44,6 +45,7 @@ CUSTOM_SCOPES = {
     "custom:progress:read": {"description": "Read every learner's progress on the teacher dashboard."},
     "custom:progress:write": {"description": "Post one's own progress events to the teacher dashboard."},
 }
+LEARNER_USER_ENV = "SAMPAN_HUB_LEARNER_USER"  # as root: the account the learners' servers run as
 PASSWORD_ENV = "SAMPAN_HUB_TEACHER_PASSWORD"  # the teacher's password, for `sampan hub` (never a command line)
 PASSWORD_FILE_ENV = "SAMPAN_HUB_TEACHER_PASSWORD_FILE"  # how `sampan hub` hands it to the hub: a private file
 
@@ -67,6 +69,7 @@ class HubSettings:
     ssl_key: str = ""
     live: str = "auto"
     live_user: str = "nobody"
+    learner_user: str = ""
 
     @classmethod
     def from_env(cls, env=os.environ) -> "HubSettings":
@@ -87,12 +90,63 @@ class HubSettings:
             db_url=env.get("SAMPAN_HUB_DB_URL", ""),
             ssl_cert=env.get("SAMPAN_HUB_SSL_CERT", ""), ssl_key=env.get("SAMPAN_HUB_SSL_KEY", ""),
             live=env.get("SAMPAN_HUB_LIVE", "auto"), live_user=env.get("SAMPAN_HUB_LIVE_USER", "nobody"),
+            learner_user=env.get(LEARNER_USER_ENV, ""),
         )
 
     @property
     def public_url(self) -> str:
         scheme = "https" if self.ssl_cert else "http"
         return f"{scheme}://{self.ip}:{self.port}/"
+
+
+def learner_account(user: str, live_user: str | None = None) -> str | None:
+    """The Unix account the learners' servers run as when the hub runs as root (``SAMPAN_HUB_LEARNER_USER``).
+
+    ``None``: the hub's own account (without root, as documented; as root only when asked for with ``root``).
+    A hub that runs as root gives every learner a root shell unless their servers run as another account, so as
+    root the choice must be made: an unprivileged account that can run this Python, or ``root``.
+
+    Raises:
+        ValueError: as root with no choice, or an account that does not exist, is root by another name, cannot
+            run this Python, or is the live dashboards' account.
+
+    Example:
+        >>> learner_account("sampan-learner") if os.geteuid() != 0 else None  # without root: the hub's account
+    """
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+        return None
+    fix = ("create an account for the learners' servers (useradd --system --shell /usr/sbin/nologin "
+           f"sampan-learner) and set {LEARNER_USER_ENV}=sampan-learner; or set {LEARNER_USER_ENV}=root to accept "
+           "that every learner is root (a container or virtual machine given to the class)")
+    if not user:
+        raise ValueError(bad_argument(LEARNER_USER_ENV, "(unset)", "the account the learners' servers run as, "
+                                      "since the hub runs as root and would otherwise make every learner root", fix))
+    if user == "root":
+        return None
+    from sampan.hub.live import _user_problem
+
+    problem = _user_problem(user)
+    if problem is None and user == live_user:
+        problem = f"{user!r} runs the live dashboards, whose kernels the learners could then read and disturb"
+    if problem is not None:
+        raise ValueError(bad_argument(LEARNER_USER_ENV, user, "an existing unprivileged account that can run "
+                                      f"{sys.executable}", f"{problem}; {fix}"))
+    return user
+
+
+def _searchable_by(folder: Path, user: str) -> bool:
+    """True when the Unix ``user`` may pass through ``folder`` and every folder above it."""
+    import pwd
+    import stat
+
+    entry = pwd.getpwnam(user)
+    groups = set(os.getgrouplist(user, entry.pw_gid))
+    for part in [Path(os.path.abspath(folder)), *Path(os.path.abspath(folder)).parents]:
+        info = part.stat()
+        shift = 6 if info.st_uid == entry.pw_uid else 3 if info.st_gid in groups else 0
+        if not (info.st_mode >> shift) & stat.S_IXOTH:
+            return False
+    return True
 
 
 def proxy_command() -> str:
@@ -211,7 +265,23 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     c.JupyterHub.services = services(s)
     plan = live_plan(s.live, s.live_user)
     print(f"[sampan hub] {plan.reason}", file=sys.stderr)
-    s.hub_dir.chmod(0o700)  # the database, cookie secret and learners' homes: no other local account reads them
+    learner = learner_account(s.learner_user, plan.user)
+    if learner and not _searchable_by(s.hub_dir.parent, learner):
+        raise ValueError(bad_argument("SAMPAN_HUB_DIR", str(s.hub_dir), f"a folder {learner!r} can pass through to "
+                                      "its home in users/", "a folder above it is private (such as root's home): "
+                                      "start the hub with --dir /srv/sampan-hub or another folder outside it"))
+    c.SampanSpawner.learner_user = learner or ""
+    # the database, cookie secret and learners' homes: no other local account reads them. With a learner
+    # account, it may pass through to the homes (0711, no listing) but read no file of the hub's: the databases
+    # are made 0600 before they are first opened (SQLite gives its journals the database's mode).
+    s.hub_dir.chmod(0o711 if learner else 0o700)
+    (s.hub_dir / "users").chmod(0o711 if learner else 0o755)
+    for name in ("progress.sqlite",) if s.db_url else ("jupyterhub.sqlite", "progress.sqlite"):
+        os.close(os.open(s.hub_dir / name, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
+    for file in s.hub_dir.iterdir():
+        if file.is_file() and not file.is_symlink():
+            file.chmod(0o600)
+    print(f"[sampan hub] learners' servers run as {learner or 'the hub account'}", file=sys.stderr)
     if plan.enabled:
         live_dir = make_live_dir(s.hub_dir, plan.user)
         progress = next(x for x in c.JupyterHub.services if x["name"] == SERVICE)

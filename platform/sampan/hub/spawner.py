@@ -3,10 +3,10 @@
 On one machine without a Unix account per learner, JupyterHub's
 ``SimpleLocalProcessSpawner`` starts every server as the hub's own user in
 ``<hub dir>/users/<name>``; a hub run as root starts them as ``SAMPAN_HUB_LEARNER_USER``
-(:func:`sampan.hub.config.learner_account`), so that no learner is root and none reads the hub's files. Before a server starts, :class:`SampanSpawner` syncs the
-course into ``~/course`` (new files copied, the learner's edits never overwritten:
-:func:`sampan.hub.course.sync_course`) and links ``~/datasets`` to the shared
-datasets. Learners are separated by convention, not by the operating system: for a
+(:func:`sampan.hub.config.learner_account`), so that no learner is root and none reads the hub's
+files. Before a server starts, :class:`SampanSpawner` syncs the course into ``~/course`` (new files
+copied, the learner's edits never overwritten: :func:`sampan.hub.course.sync_course`) and links
+``~/datasets`` to the shared datasets. Learners are separated by convention, not by the operating system: for a
 class whose learners must not reach each other's files, use one Unix account per
 learner (``LocalProcessSpawner``) or Kubernetes (``deploy/``), where the course data
 is a read-only volume. This module imports JupyterHub: only the hub process loads it.

@@ -1,9 +1,3 @@
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import pytest
 
 from dist_helpers import HERE, ROOT, launch  # noqa: F401

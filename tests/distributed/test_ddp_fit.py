@@ -1,7 +1,6 @@
 """Model.fit under torchrun with 2 gloo processes matches one process with the same global batch."""
 import json
 import sys
-from pathlib import Path
 
 import pytest
 import torch

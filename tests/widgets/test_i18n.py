@@ -1,10 +1,9 @@
 """The widgets speak the learner's language: Chinese labels under SAMPAN_LANG=zh, English otherwise."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from sampan_widgets import ConfusionMatrixView, LiveCurves, ResourceMonitor
+from sampan_widgets import ConfusionMatrixView, LiveCurves
 from sampan_widgets._i18n import _ZH, tr
 from sampan_widgets.resource_monitor import status_html
 

@@ -3,7 +3,6 @@ import time
 
 import ipywidgets as W
 import pytest
-import torch
 
 from sampan.callbacks import Callback
 from sampan.monitor import MemoryLeakWarning, _readers

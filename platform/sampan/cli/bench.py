@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 
 
 def add_parser(sub) -> None:

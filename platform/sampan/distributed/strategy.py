@@ -20,8 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
-from sampan.distributed.env import (DistributedError, get_local_rank, init_parallel_env, local_device,
-                                    timeout_seconds)
+from sampan.distributed.env import DistributedError, init_parallel_env, local_device, timeout_seconds
 from sampan.errors import SampanError, bad_argument, first_line
 from sampan.distributed.base import Strategy
 

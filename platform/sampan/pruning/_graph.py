@@ -144,7 +144,7 @@ class _Analysis:
                 return _Chan(self.union(a.group, b.group), a.dim, a.factor)
             if len(tensors) == 1:  # adding a python scalar keeps channels
                 return first
-            self.unsupported(node, first, f"an addition with a tensor that is not a pruned layer's output")
+            self.unsupported(node, first, "an addition with a tensor that is not a pruned layer's output")
         if _is_flatten(node):
             return self.flatten(node, first)
         what = f"`{getattr(node.target, '__name__', node.target)}`"

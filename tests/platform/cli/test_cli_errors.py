@@ -19,7 +19,7 @@ def _exit_code_and_stderr(argv, capsys) -> tuple[int, str]:
 def test_a_port_out_of_range_is_refused_naming_it(command, value, capsys):
     code, err = _exit_code_and_stderr([*command, "--port", value], capsys)
     assert code == 2
-    assert f"Expected `--port` to be an int from 0 to 65535" in err and f"Received: --port='{value}'" in err
+    assert "Expected `--port` to be an int from 0 to 65535" in err and f"Received: --port='{value}'" in err
     assert "HINT: pass --port 8888" in err and "Traceback" not in err
 
 
@@ -76,5 +76,5 @@ def test_export_names_a_network_that_cannot_be_imported(tmp_path, network, says,
     code = main(["export", str(tmp_path / "model.pt"), "--network", network, "--input-spec", "x:float32:None,4"])
     err = capsys.readouterr().err
     assert code == 1
-    assert f"Expected `--network` to be MODULE:FACTORY" in err and f"Received: --network='{network}'" in err
+    assert "Expected `--network` to be MODULE:FACTORY" in err and f"Received: --network='{network}'" in err
     assert says in err and "sampan.vision.models:LeNet" in err

@@ -6,7 +6,6 @@ import signal
 import time
 
 import psutil
-import pytest
 
 import sampan.experiments as ex
 from sampan.cli import main

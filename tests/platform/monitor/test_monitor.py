@@ -10,7 +10,6 @@ import torch
 from torch.utils.data import TensorDataset
 
 import sampan
-from sampan.callbacks import Callback
 from sampan.monitor import LeakDetector, MemoryLeakWarning, MonitorCallback, ResourceSampler
 from sampan.monitor import _readers
 

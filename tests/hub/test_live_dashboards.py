@@ -158,13 +158,7 @@ def hub(hub_factory):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_classmate_opens_the_live_dashboard_anonymous_and_unscoped_visitors_do_not(hub):
-    home = hub.dir / "users" / "alice"  # alice runs `sampan publish` in her own environment, as her server does
-    _notebook(home / "my_app.ipynb")
-    env = {**os.environ, "SAMPAN_DATA": str(home / ".sampan"), "SAMPAN_LEARNER_HOME": str(home)}
-    done = subprocess.run([sys.executable, "-m", "sampan", "publish", "my_app.ipynb", "--no-thumbnail"],
-                          cwd=home, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-
+    _publish(hub)
     hub.signup("bob", "river-boat-bob-2718")
     bob = hub.login("bob", "river-boat-bob-2718")
     gallery = bob.get(hub.url + "services/progress/gallery", timeout=30).text
@@ -190,6 +184,40 @@ def test_a_classmate_opens_the_live_dashboard_anonymous_and_unscoped_visitors_do
     assert hub.api("GET", "services/progress/me", token=unscoped).status_code == 200
     refused = hub.api("GET", LIVE_PAGE, token=unscoped)
     assert refused.status_code == 403 and "rendered live" not in refused.text
+
+
+def _publish(hub) -> None:
+    """alice runs `sampan publish` in her own environment, as her server does."""
+    home = hub.dir / "users" / "alice"
+    _notebook(home / "my_app.ipynb")
+    env = {**os.environ, "SAMPAN_DATA": str(home / ".sampan"), "SAMPAN_LEARNER_HOME": str(home)}
+    done = subprocess.run([sys.executable, "-m", "sampan", "publish", "my_app.ipynb", "--no-thumbnail"],
+                          cwd=home, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_live_service_caps_each_hub_users_kernels_and_narrows_the_pages_script_source(hub):
+    """Through the hub's login (LiveViewers): alice's 4th page gets 429 while bob still opens his; the pages'
+    policy lets scripts load only from the live service's voila/ path."""
+    _publish(hub)
+    copy = Path((hub.dir / "live_dir.txt").read_text().strip()) / "dashboards" / "alice" / "my_app.ipynb"
+    deadline = time.time() + 60
+    while not copy.is_file() and time.time() < deadline:  # the progress service copies it within seconds
+        time.sleep(0.5)
+    sessions = {}
+    for name in ("alice", "bob"):
+        hub.signup(name, f"river-boat-{name}-2718")  # bob's second signup only shows an error page
+        sessions[name] = hub.login(name, f"river-boat-{name}-2718")
+    for _ in range(live.PER_VIEWER):
+        page = sessions["alice"].get(hub.url + LIVE_PAGE, timeout=120)
+        assert page.status_code == 200 and "rendered live: 42" in page.text, hub.log_tail()
+        policy = page.headers["Content-Security-Policy"]
+        assert f"script-src 127.0.0.1:{hub.port}/services/live/voila/ 'sha256-" in policy, policy
+    refused = sessions["alice"].get(hub.url + LIVE_PAGE, timeout=120)
+    assert refused.status_code == 429 and f"You have {live.PER_VIEWER} live dashboards open" in refused.text
+    assert sessions["bob"].get(hub.url + LIVE_PAGE, timeout=120).status_code == 200  # a cap per viewer
 
 
 def _kernel_answers_widgets_but_not_code(hub, session, html: str) -> None:
@@ -226,3 +254,200 @@ def _kernel_answers_widgets_but_not_code(hub, session, html: str) -> None:
         assert not [kind for parent, kind in replies if parent == code]  # Voilà dropped the execute request
     finally:
         ws.close()
+
+
+# --- the live Voilà's defences: a Content-Security-Policy and capped kernels ------------------------------
+# One Voilà per module, started with live.voila_arguments as the service starts it, with a token instead of
+# the hub's login: TokenViewers (below) notes each viewer as LiveViewers does (an anonymous name per login).
+def _mark(name: str) -> str:
+    """The JavaScript a payload runs: it writes data-pwn-<name> on the page (no quotes: it goes anywhere)."""
+    return f"document.documentElement.dataset.pwn{name.capitalize()}=1"
+
+
+WIDGETS = """import ipywidgets as W
+from IPython.display import display
+s, o = W.IntSlider(value=3, min=0, max=10, description="n"), W.Output()
+def show(change=None):
+    o.clear_output()
+    with o:
+        print(f"square is {s.value ** 2}")
+s.observe(show, "value"); show(); display(W.VBox([s, o]))"""
+HTML_OUT = "from IPython.display import HTML, display\ndisplay(HTML('{}'))"
+# every way the audit found, markdown, and a script the publisher put elsewhere on the hub's origin
+# (their server's /files/, which the teacher may open)
+PAYLOADS = {
+    "script": HTML_OUT.format(f"<script>{_mark('script')}</script>"),
+    "img": HTML_OUT.format(f"<img src=x onerror={_mark('img')}>"),
+    "widget": f"import ipywidgets as W\nW.HTML(value='<img src=x onerror={_mark('widget')}>')",
+    "js": f"from IPython.display import Javascript, display\ndisplay(Javascript('{_mark('js')}'))",
+    "samesite": HTML_OUT.format('<script src="/user/alice/files/x.js"></script>'),
+}
+MARKDOWN = f'<img src="x" onerror="{_mark("md")}">'
+VIEWERS = """from jupyter_core.utils import ensure_async
+from voila.app import PasswordIdentityProvider
+
+from sampan.hub.live import note_viewer
+
+
+class TokenViewers(PasswordIdentityProvider):
+    async def get_user(self, handler):
+        user = await ensure_async(super().get_user(handler))
+        note_viewer(handler, user)
+        return user
+"""
+# as LIVE_BOOT: Voilà without sampan/__init__ (torch), its arguments as JSON
+BOOT = ("import importlib.util, json, runpy, sys, types; pkg = types.ModuleType('sampan'); "
+        "pkg.__path__ = list(importlib.util.find_spec('sampan').submodule_search_locations); "
+        "sys.modules['sampan'] = pkg; sys.argv = ['voila', *json.loads(sys.argv[1])]; "
+        "runpy.run_module('voila', run_name='__main__')")
+
+
+@pytest.fixture(scope="module")
+def voila(tmp_path_factory):
+    """The live Voilà (2 kernels a viewer, 3 in all, unconnected ones stopped after 20 idle s) on alice's app."""
+    import psutil
+
+    from sampan.utils.net import free_port
+
+    root = tmp_path_factory.mktemp("live")
+    folder = root / "dashboards" / "alice"
+    nb = new_notebook(cells=[new_markdown_cell("# Alice's app"), new_code_cell(WIDGETS),
+                             *[new_code_cell(code) for code in PAYLOADS.values()], new_markdown_cell(MARKDOWN)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / "app.ipynb")
+    _notebook(folder / "plain.ipynb", "print('plain')")
+    (root / "viewers.py").write_text(VIEWERS)
+    port, token = free_port(), uuid.uuid4().hex
+    args = [a for a in live.voila_arguments(root / "dashboards", f"http://127.0.0.1:{port}", "/services/live/")
+            if not a.startswith(("--Voila.identity_provider", "--Voila.authorizer", "--MappingKernelManager.cull_int"))]
+    args += ["--Voila.identity_provider_class=viewers.TokenViewers", "--LiveKernelManager.per_viewer=2",
+             "--LiveKernelManager.max_kernels=3", "--LiveKernelManager.unconnected_timeout=20",
+             "--MappingKernelManager.cull_interval=1"]
+    env = {**os.environ, "JUPYTER_TOKEN": token, "OMP_NUM_THREADS": "1", "JUPYTER_DATA_DIR": str(root / "data"),
+           "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    log = root / "voila.log"
+    proc = subprocess.Popen([sys.executable, "-c", BOOT, json.dumps(args)], env=env, cwd=root,
+                            stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/services/live/"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        assert proc.poll() is None, log.read_text()
+        try:
+            if requests.get(url + "voila/static/voila.js", timeout=5).status_code == 200:
+                break
+        except requests.RequestException:
+            time.sleep(0.3)
+    else:
+        pytest.fail(f"Voilà did not answer:\n{log.read_text()}")
+
+    def kernels() -> int:
+        return sum("ipykernel" in " ".join(p.cmdline()) for p in psutil.Process(proc.pid).children(recursive=True))
+
+    yield type("Voila", (), {"url": url, "token": token, "port": port, "log": log, "kernels": staticmethod(kernels)})
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_live_kernels_are_capped_per_viewer_and_in_all_and_unconnected_ones_stopped(voila):
+    """A loop of plain GETs cannot fill the memory: the 3rd page of one viewer gets 429, the 4th kernel in all
+    503, each saying what to do; kernels that no page connected to are stopped (here after 20 idle s)."""
+    page = voila.url + "voila/render/alice/plain.ipynb"
+    before = voila.kernels()
+    assert before == 0, "run before the browser test (its kernels count towards the 3)"
+    first, second = requests.Session(), requests.Session()  # two viewers (a login each)
+    assert first.get(page, params={"token": voila.token}, timeout=120).status_code == 200
+    assert first.get(page, timeout=120).status_code == 200  # the login's cookie: the same viewer
+    refused = first.get(page, timeout=120)
+    assert refused.status_code == 429 and "You have 2 live dashboards open" in refused.text, refused.text[-2000:]
+    assert "close another live dashboard" in refused.text and voila.kernels() == 2
+    assert second.get(page, params={"token": voila.token}, timeout=120).status_code == 200  # another viewer
+    full = requests.get(page, params={"token": voila.token}, timeout=120)  # a third viewer: 3 kernels in all
+    assert full.status_code == 503 and "live dashboards are full (3 running" in full.text, full.text[-2000:]
+    assert voila.kernels() == 3
+    assert "frame-ancestors 'self'" in full.headers["Content-Security-Policy"]  # error pages too
+
+    deadline = time.time() + 90
+    while voila.kernels() and time.time() < deadline:  # never connected: stopped
+        time.sleep(1)
+    assert voila.kernels() == 0, voila.log.read_text()[-3000:]
+    assert first.get(page, timeout=120).status_code == 200  # room again
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_a_publishers_scripts_do_not_run_in_the_viewers_browser_and_the_widgets_still_work(voila):
+    """Headless Chromium opens alice's app: the slider drives its output, and none of the payloads (an inline
+    <script>, <img onerror> in an HTML output and in a W.HTML widget, Javascript(), a script from elsewhere
+    on the origin, <img onerror> in markdown) runs. The same page with its policy
+    stripped runs them all: the payloads are real."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    page_url = f"{voila.url}voila/render/alice/app.ipynb?token={voila.token}"
+    origin = f"http://127.0.0.1:{voila.port}"
+
+    def visit(browser, strip_policy: bool) -> tuple[set[str], str, list[str]]:
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(90_000)
+        console: list[str] = []
+        page.on("console", lambda m: console.append(m.text))
+        # the publisher's file on the origin outside the live service (their server would serve it)
+        page.route(f"{origin}/user/alice/files/x.js", lambda r: r.fulfill(
+            status=200, content_type="text/javascript", body=_mark("samesite")))
+        if strip_policy:  # log in first (the page comes through Playwright, its cookie would not)
+            page.goto(f"{voila.url}?token={voila.token}")
+
+            def without_policy(route):
+                response = route.fetch()
+                headers = {k: v for k, v in response.headers.items() if k.lower() != "content-security-policy"}
+                route.fulfill(response=response, headers=headers)
+            page.route(f"{origin}/services/live/voila/render/**", without_policy)
+        response = page.goto(page_url if not strip_policy else page_url.split("?")[0], wait_until="load")
+        policy = response.headers.get("content-security-policy", "")
+        page.get_by_text("square is 9").wait_for()  # the widgets rendered: Voilà's own scripts ran
+        if not strip_policy:
+            page.locator(".widget-readout").click()
+            page.keyboard.press("Control+A")
+            page.keyboard.type("7")
+            page.keyboard.press("Enter")
+            page.get_by_text("square is 49").wait_for()  # and the slider drives the output through the kernel
+        page.wait_for_timeout(1500)  # the payloads' chance to run
+        ran = set(page.evaluate("Array.from(document.documentElement.attributes).map(a => a.name)"))
+        page.close(run_before_unload=True)  # Voilà stops the page's kernel
+        context.close()
+        return {name[len("data-pwn-"):] for name in ran if name.startswith("data-pwn-")}, policy, console
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run", "--disable-quic",
+            "--disable-features=LocalNetworkAccessChecks"])  # a page Playwright fulfils counts as a public one
+        try:
+            ran, policy, console = visit(browser, strip_policy=False)
+            unguarded, _, _ = visit(browser, strip_policy=True)
+        finally:
+            browser.close()
+    assert ran == set(), (ran, policy)
+    assert unguarded == {*PAYLOADS, "md"}, unguarded  # without the policy every payload runs
+    assert f"script-src 127.0.0.1:{voila.port}/services/live/voila/ 'sha256-" in policy, policy
+    assert "unsafe" not in policy and "object-src 'none'" in policy and "base-uri 'none'" in policy
+    blocked = " ".join(console)
+    assert "Executing inline script violates" in blocked and "Executing inline event handler violates" in blocked
+
+
+def test_the_live_folder_keeps_jupyters_data_folder_read_only_to_the_service(tmp_path):
+    """Voilà serves lab extensions from Jupyter's data folder under the service's own path, which the page's
+    policy trusts: a kernel (the service user) must not be able to put a script there."""
+    root = live.make_live_dir(tmp_path, "nobody" if os.geteuid() == 0 else None)
+    try:
+        data = root / "data"
+        assert data.stat().st_uid == os.geteuid() and stat.S_IMODE(data.stat().st_mode) == 0o755
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -253,3 +253,16 @@ def _learners_as_nobody(base, tmp_path) -> None:
     denied = subprocess.run(["/usr/bin/head", "-c1", str(hub / "jupyterhub.sqlite")], preexec_fn=preexec,
                             capture_output=True, text=True)
     assert denied.returncode != 0 and "Permission denied" in denied.stderr
+
+
+def test_the_live_copies_skip_a_huge_published_file(tmp_path):
+    from sampan.hub import live
+
+    users = tmp_path / "users"
+    folder = _gallery(users, "eve", {"big": {"name": "big", "published_at": None},
+                                     "app": {"name": "app", "published_at": None}})
+    with open(folder / "big.ipynb", "wb") as fh:  # sparse: read whole, it would take 100 GB of memory
+        fh.truncate(100 << 30)
+    (folder / "app.ipynb").write_text(json.dumps(SECRET))
+    (tmp_path / "live" / "dashboards").mkdir(parents=True)
+    assert live.sync(users, tmp_path / "live") == [("eve", "app")]

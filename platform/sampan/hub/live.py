@@ -14,7 +14,16 @@ and a token without that scope gets 403. Each viewer gets a kernel of their own,
   owned by the hub and read-only to the service; the progress service refreshes them
   (:func:`sync`) from the learners' galleries every few seconds;
 - Voilà runs with ``sampan dashboard``'s settings: sources stripped, no tracebacks, no files
-  served, and the browser may send no execute requests (only widget messages).
+  served, and the browser may send no execute requests (only widget messages);
+- the publisher's outputs are HTML and JavaScript that Voilà marks trusted, shown on the hub's own origin
+  to classmates and the teacher (a hub admin): every response carries a Content-Security-Policy
+  (:func:`content_security_policy`) that runs Voilà's own scripts and none of the publisher's (no inline
+  scripts, event-handler attributes, ``javascript:`` URLs or eval; scripts only from the service's
+  ``voila/`` path), and Jupyter's data folder, where Voilà finds the lab extensions it serves there, is
+  read-only to the service (a kernel could otherwise plant a script for Voilà to serve);
+- each page starts a kernel, so :class:`LiveKernelManager` caps them: ``PER_VIEWER`` per hub user and a
+  total from the machine's memory (:func:`kernel_limit`), refusing further pages with 429 or 503 and a
+  message saying why, and stopping kernels that no page connected to within ``UNCONNECTED_SECONDS``.
 
 ``SAMPAN_HUB_LIVE``: ``auto`` (default) turns the service on only when the hub runs as root and the
 service user can run this Python; ``on`` asks for it (refused as root when the user cannot run this
@@ -29,6 +38,9 @@ Example:
 """
 from __future__ import annotations
 
+import base64
+import contextvars
+import hashlib
 import json
 import os
 import re
@@ -46,6 +58,11 @@ LIVE_SERVICE = "live"
 MODES = ("auto", "on", "off")
 DIR_ENV = "SAMPAN_LIVE_DIR"
 SYNC_SECONDS = 3
+PER_VIEWER = 3  # live kernels per hub user: a few dashboards side by side, not a loop of GETs
+KERNEL_GIB = 0.5  # what a Sampan kernel holds once torch is imported (docs/CLASSROOM.md: ~16-20 GiB for 30)
+MEMORY_SHARE = 0.25  # of the machine's memory for live kernels: the learners' own servers need the rest
+UNCONNECTED_SECONDS = 60  # a page connects within seconds of its last cell; a plain GET never does
+CULL_SECONDS = 15
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # gallery._NAME: what `sampan publish` accepts
 # As for the progress service (config.SERVICE_BOOT): skip sampan/__init__ (torch), then run Voilà with the
 # arguments :func:`voila_arguments` prepared, as `python -m voila` would.
@@ -158,8 +175,9 @@ def _user_problem(user: str) -> str | None:
 def make_live_dir(hub_dir: Path, user: str | None) -> Path:
     """A fresh live folder (``<tmp>/sampan-live-*``, outside the hub folder) for one hub run.
 
-    ``dashboards/`` (the copies) belongs to the hub and is read-only to the service; ``home/`` (HOME,
-    Jupyter runtime, IPython) belongs to the service user, mode 0700. The previous run's folder is removed.
+    ``dashboards/`` (the copies) and ``data/`` (Jupyter's data folder, empty) belong to the hub and are
+    read-only to the service; ``home/`` (HOME, Jupyter runtime, IPython) belongs to the service user, mode
+    0700. The previous run's folder is removed.
     """
     pointer = hub_dir / "live_dir.txt"
     old = Path(pointer.read_text().strip()) if pointer.is_file() else None
@@ -168,6 +186,7 @@ def make_live_dir(hub_dir: Path, user: str | None) -> Path:
     root = Path(tempfile.mkdtemp(prefix="sampan-live-"))
     root.chmod(0o755)
     (root / "dashboards").mkdir(mode=0o755)
+    (root / "data").mkdir(mode=0o755)
     home = root / "home"
     home.mkdir(mode=0o700)
     if user is not None:
@@ -183,8 +202,9 @@ def prepare_process() -> list[str]:
     """Inside the service (as its user): HOME and Jupyter folders under ``<live dir>/home``; Voilà's arguments."""
     root = Path(os.environ[DIR_ENV])
     home = root / "home"
+    # Jupyter's data folder is the hub's (read-only to the service): Voilà serves lab extensions from it
     os.environ.update(HOME=str(home), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-                      JUPYTER_DATA_DIR=str(home / "data"), IPYTHONDIR=str(home / "ipython"),
+                      JUPYTER_DATA_DIR=str(root / "data"), IPYTHONDIR=str(home / "ipython"),
                       MPLCONFIGDIR=str(home / "matplotlib"))
     os.umask(0o077)
     os.chdir(root / "dashboards")
@@ -205,13 +225,206 @@ def voila_arguments(dashboards: Path, service_url: str, prefix: str) -> list[str
     return [
         str(dashboards), f"--Voila.ip={url.hostname}", f"--Voila.port={url.port}", f"--Voila.base_url={prefix}",
         "--Voila.open_browser=False", "--Voila.auto_token=True",
-        "--Voila.identity_provider_class=sampan.hub.live_auth.LiveIdentityProvider",
+        "--Voila.identity_provider_class=sampan.hub.live.LiveViewers",
         "--Voila.authorizer_class=jupyterhub.singleuser.extension.JupyterHubAuthorizer",
         "--VoilaConfiguration.strip_sources=True", "--VoilaConfiguration.show_tracebacks=False",
         "--VoilaConfiguration.file_allowlist=[]", "--theme=light",
-        # a kernel per viewer: one whose page was closed without a goodbye is stopped after 10 idle minutes
-        "--MappingKernelManager.cull_idle_timeout=600", "--MappingKernelManager.cull_interval=60",
+        "--Voila.tornado_settings=" + json.dumps({"headers": {"Content-Security-Policy": content_security_policy()}}),
+        # a kernel per viewer, capped; one whose page was closed without a goodbye is stopped after 10 idle
+        # minutes, one that no page connected to after UNCONNECTED_SECONDS
+        "--VoilaConfiguration.multi_kernel_manager_class=sampan.hub.live.LiveKernelManager",
+        "--MappingKernelManager.cull_idle_timeout=600", f"--MappingKernelManager.cull_interval={CULL_SECONDS}",
     ]
+
+
+def content_security_policy(scripts: str = "'self'") -> str:
+    """The live pages' Content-Security-Policy: Voilà's own scripts run, the publisher's do not.
+
+    ``scripts`` is where scripts may load from: ``'self'`` (the hub's whole origin) in the header every
+    response carries, narrowed per page by :class:`LiveViewers` to the service's ``voila/`` path (other paths
+    of the origin serve files a publisher controls, such as ``/user/<publisher>/files/``, which the teacher
+    may open). Without ``'unsafe-inline'`` or ``'unsafe-eval'``: Voilà and ipywidgets need neither; the
+    inline scripts its pages need are allowed by hash (:func:`voila_script_hashes`). ``object-src``,
+    ``base-uri`` and ``form-action`` are closed (no plugins, no ``<base>`` pointing scripts elsewhere, no
+    forms posting the viewer's cookies); styles and images stay open (outputs and widgets use inline ones).
+
+    Example:
+        >>> content_security_policy().startswith("script-src 'self' 'sha256-")
+        True
+    """
+    hashes = " ".join(f"'{h}'" for h in voila_script_hashes())
+    return (f"script-src {scripts} {hashes}; object-src 'none'; base-uri 'none'; form-action 'none'; "
+            "frame-ancestors 'self'")
+
+
+_HEARTBEAT = "window.voila_heartbeat()"  # voila.handler: the inline script it sends during long renders
+
+
+def voila_script_hashes() -> tuple[str, ...]:
+    """CSP hash sources of the inline scripts Voilà's pages need, read from the installed ``lab`` template.
+
+    They are the console logger and the helper functions (macros of the ``base`` template, rendered here as
+    Voilà renders them), ``window.voila_finish()`` (it shows the rendered cells) and the heartbeat. Left
+    blocked: ``voila_process(i, n)`` before each cell (only the "Executing i of n" text) and nbconvert's
+    mermaid loader (it would load from a CDN). A hash lets only that exact text run, whatever a notebook
+    holds; derived at start, so an update of Voilà within 0.5 keeps its pages working.
+    """
+    import jinja2
+    from voila.paths import collect_template_paths
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(collect_template_paths(["voila", "nbconvert"], "lab",
+                                                                                   prune=True)),
+                             extensions=["jinja2.ext.i18n"], autoescape=True)
+    env.install_null_translations(newstyle=False)
+    macros = env.from_string(
+        "{% import 'log.macro.html.j2' as log %}"
+        "{% from 'voila_setup.macro.html.j2' import voila_setup_helper_functions with context %}"
+        "{{ log.js() }}{{ voila_setup_helper_functions() }}").render(progressive_rendering=False)
+    page = env.loader.get_source(env, "index.html.j2")[0]
+    scripts = [*re.findall(r"<script>(.*?)</script>", macros, re.S),
+               *[body for body in re.findall(r"<script[^>]*>(.*?)</script>", page, re.S) if "{" not in body],
+               _HEARTBEAT]
+    if not any("voila_finish()" in body for body in scripts):  # the page would stay on its spinner
+        raise RuntimeError("Voilà's lab template has no `window.voila_finish()` script: update "
+                           "sampan.hub.live.voila_script_hashes for this Voilà")
+    return tuple(f"sha256-{base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()}" for body in scripts)
+
+
+def kernel_limit(memory_bytes: int | None = None) -> int:
+    """The most live kernels at once: ``MEMORY_SHARE`` of the machine's memory at ``KERNEL_GIB`` each, at least 2.
+
+    Example:
+        >>> kernel_limit(64 * 2**30)  # a 64 GiB machine: 16 GiB for live kernels
+        32
+    """
+    if memory_bytes is None:
+        memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(2, int(memory_bytes * MEMORY_SHARE / (KERNEL_GIB * 2**30)))
+
+
+_VIEWER: contextvars.ContextVar[str] = contextvars.ContextVar("sampan_live_viewer", default="")
+_HOST = re.compile(r"^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$")
+
+
+def note_viewer(handler, user) -> None:
+    """Inside the live Voilà, as each request is authenticated: who asks (for :class:`LiveKernelManager`),
+    and the page's script source narrowed to ``<host><prefix>voila/``.
+
+    The kernel manager is not given the request: the viewer's name travels in a context variable, set here
+    in the request's ``prepare`` and read in the same task when the page starts its kernel. An odd Host
+    header keeps the policy every response has (``'self'``).
+    """
+    _VIEWER.set(getattr(user, "username", "") or "")
+    host = handler.request.host
+    if _HOST.match(host):
+        scripts = f"{host}{handler.base_url.rstrip('/')}/voila/"
+        handler.set_header("Content-Security-Policy", content_security_policy(scripts))
+
+
+def __getattr__(name: str):
+    """``LiveViewers`` and ``LiveKernelManager``, built on first use (inside the live Voilà, which names them
+    on its command line): the hub imports this module too and needs neither Jupyter Server nor JupyterHub's
+    single-user extension."""
+    if name == "LiveViewers":
+        globals()[name] = _live_viewers()
+    elif name == "LiveKernelManager":
+        globals()[name] = _live_kernel_manager()
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return globals()[name]
+
+
+def _live_viewers():
+    from sampan.hub.live_auth import LiveIdentityProvider
+
+    class LiveViewers(LiveIdentityProvider):
+        """The hub login of the live service (:mod:`sampan.hub.live_auth`), noting each viewer (:func:`note_viewer`)."""
+
+        async def get_user(self, handler):
+            user = await super().get_user(handler)
+            note_viewer(handler, user)
+            return user
+
+    return LiveViewers
+
+
+def _live_kernel_manager():
+    from datetime import datetime, timedelta, timezone
+
+    from jupyter_core.utils import ensure_async
+    from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+    from tornado.web import HTTPError
+    from traitlets import Float, Integer, default
+
+    def _refuse(status: int, why: str):
+        # Voilà's error page shows the status and its reason (not the message): the reason says why
+        raise HTTPError(status, why.replace("%", "%%"), reason=why)
+
+    class LiveKernelManager(AsyncMappingKernelManager):
+        """Jupyter Server's kernel manager with caps: each page of a live dashboard starts a kernel running the
+        publisher's code (~0.5 GiB for a Sampan kernel), so a loop of GETs could fill the machine's memory.
+
+        A page is refused, before its kernel starts, when its viewer has ``per_viewer`` kernels (429) or the
+        service has ``max_kernels`` (503), with a message saying what to do; a kernel no page connected to
+        (a plain GET, a tab closed while it rendered) is stopped after ``unconnected_timeout`` idle seconds.
+        """
+
+        per_viewer = Integer(PER_VIEWER, config=True, help="Live kernels per hub user.")
+        max_kernels = Integer(config=True, help="Live kernels in all (default: from the machine's memory).")
+        unconnected_timeout = Float(UNCONNECTED_SECONDS, config=True,
+                                    help="Idle seconds after which a kernel no page connected to is stopped.")
+
+        @default("max_kernels")
+        def _memory_limit(self):
+            return kernel_limit()
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self._owners: dict[str, str] = {}  # kernel id -> viewer
+            self._starting: dict[str, int] = {}  # viewer -> kernels being started (not yet in _owners)
+            self._connected: set[str] = set()
+
+        def _running(self) -> list[str]:
+            for kernel_id in [k for k in self._owners if k not in self]:
+                del self._owners[kernel_id]
+                self._connected.discard(kernel_id)
+            return list(self._owners.values())
+
+        async def start_kernel(self, *, kernel_id=None, path=None, **kwargs):
+            viewer = _VIEWER.get()
+            owners = self._running()
+            mine = owners.count(viewer) + self._starting.get(viewer, 0)
+            if mine >= self.per_viewer:
+                _refuse(429, f"You have {mine} live dashboards open, the most one person may have: close another "
+                             "live dashboard's tab (or wait a minute), then reload this page.")
+            total = len(owners) + sum(self._starting.values())
+            if total >= self.max_kernels:
+                _refuse(503, f"The class's live dashboards are full ({total} running, the most this machine allows): "
+                             "close the live dashboard tabs you no longer use, or try again in a few minutes "
+                             "(the gallery's snapshots still open).")
+            self._starting[viewer] = self._starting.get(viewer, 0) + 1  # counted before the first await
+            try:
+                kernel_id = await super().start_kernel(kernel_id=kernel_id, path=path, **kwargs)
+            finally:
+                self._starting[viewer] -= 1
+            self._owners[kernel_id] = viewer
+            return kernel_id
+
+        def notify_connect(self, kernel_id):
+            super().notify_connect(kernel_id)
+            self._connected.add(kernel_id)
+
+        async def cull_kernel_if_idle(self, kernel_id):
+            kernel, now = self._kernels.get(kernel_id), datetime.now(timezone.utc)
+            if (kernel is not None and kernel_id not in self._connected
+                    and getattr(kernel, "execution_state", "") != "busy"
+                    and now - kernel.last_activity > timedelta(seconds=self.unconnected_timeout)):
+                self.log.info("Stopping kernel %s: no page connected to it", kernel_id)
+                await ensure_async(self.shutdown_kernel(kernel_id))
+                return
+            await super().cull_kernel_if_idle(kernel_id)
+
+    return LiveKernelManager
 
 
 def live_url(user: str, name: str, prefix: str = f"/services/{LIVE_SERVICE}/") -> str:
@@ -226,7 +439,7 @@ def sync(users_dir: Path, live_dir: Path) -> list[tuple[str, str]]:
     own folder and parses as a notebook (a learner's link to the hub database is not copied); copies of
     dashboards no longer published are removed. Files are 0644 and folders 0755, owned by the hub.
     """
-    from sampan.hub.service import published  # headless: lists every learner's gallery.json
+    from sampan.hub.service import NOTEBOOK_BYTES, published, read_learner_file  # headless
 
     target, users_root = live_dir / "dashboards", users_dir.resolve()
     kept: set[Path] = set()
@@ -235,11 +448,11 @@ def sync(users_dir: Path, live_dir: Path) -> list[tuple[str, str]]:
         source = (users_dir / user / ".sampan" / "gallery" / f"{name}.ipynb").resolve()
         if not _NAME.match(name) or not source.is_relative_to(users_root / user) or not source.is_file():
             continue
+        data = read_learner_file(source, NOTEBOOK_BYTES)  # a regular file of bounded size, read without blocking
         try:
-            data = source.read_bytes()
-            if not isinstance(json.loads(data).get("cells"), list):
+            if data is None or not isinstance(json.loads(data).get("cells"), list):
                 continue
-        except (OSError, ValueError, AttributeError):
+        except (ValueError, AttributeError):
             continue
         copy = target / user / f"{name}.ipynb"
         kept.add(copy)

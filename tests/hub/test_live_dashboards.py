@@ -316,7 +316,8 @@ def voila(tmp_path_factory):
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     folder.mkdir(parents=True)
     nbformat.write(nb, folder / "app.ipynb")
-    _notebook(folder / "plain.ipynb", "print('plain')")
+    _notebook(folder / "plain.ipynb", "import os\nprint('plain', os.environ.get('QUERY_STRING'), "
+                                      "os.environ.get('VOILA_REQUEST_URL'))")
     (root / "viewers.py").write_text(VIEWERS)
     port, token = free_port(), uuid.uuid4().hex
     args = [a for a in live.voila_arguments(root / "dashboards", f"http://127.0.0.1:{port}", "/services/live/")
@@ -361,7 +362,9 @@ def test_live_kernels_are_capped_per_viewer_and_in_all_and_unconnected_ones_stop
     before = voila.kernels()
     assert before == 0, "run before the browser test (its kernels count towards the 3)"
     first, second = requests.Session(), requests.Session()  # two viewers (a login each)
-    assert first.get(page, params={"token": voila.token}, timeout=120).status_code == 200
+    opened = first.get(page, params={"token": voila.token, "x": "1"}, timeout=120)
+    assert opened.status_code == 200 and "plain x=1 http" in opened.text
+    assert voila.token not in opened.text  # the publisher's kernel never sees the viewer's token
     assert first.get(page, timeout=120).status_code == 200  # the login's cookie: the same viewer
     refused = first.get(page, timeout=120)
     assert refused.status_code == 429 and "You have 2 live dashboards open" in refused.text, refused.text[-2000:]

@@ -315,10 +315,26 @@ def note_viewer(handler, user) -> None:
     header keeps the policy every response has (``'self'``).
     """
     _VIEWER.set(getattr(user, "username", "") or "")
+    _drop_token(handler.request)
     host = handler.request.host
     if _HOST.match(host):
         scripts = f"{host}{handler.base_url.rstrip('/')}/voila/"
         handler.set_header("Content-Security-Policy", content_security_policy(scripts))
+
+
+def _drop_token(request) -> None:
+    """Removes a ``token`` query argument once the viewer is authenticated: Voilà hands the request's URL and
+    query string to the kernel it starts (``VOILA_REQUEST_URL``, ``QUERY_STRING``), and that kernel runs the
+    publisher's code, which could then act with the viewer's token."""
+    from urllib.parse import parse_qsl, urlencode
+
+    if "token" not in request.query_arguments:
+        return
+    kept = [(k, v) for k, v in parse_qsl(request.query, keep_blank_values=True) if k != "token"]
+    request.query = urlencode(kept)
+    request.uri = request.path + (f"?{request.query}" if request.query else "")
+    request.query_arguments.pop("token", None)
+    request.arguments.pop("token", None)
 
 
 def __getattr__(name: str):

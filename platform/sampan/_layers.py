@@ -34,7 +34,11 @@ JUPYTER_ALLOWED = {
     # kernel specs: `sampan kernel install`, the learning-path runner; utils.forkkernels' kernel provisioner
     "jupyter_client": ("cli", "path", "utils"),
     "jupyterhub": ("hub",),  # the classroom hub's spawner and service run inside JupyterHub's process
+    "jupyter_core": ("hub",),  # the live dashboards' kernel manager (inside the live Voilà's process)
 }
+# Front-end packages that one application imports inside their own process only: the classroom hub's live
+# service *is* a Voilà server (hub.live's kernel manager and policy are built on first use, inside it).
+FRONT_END_ALLOWED = {"voila": ("hub",), "jupyter_server": ("hub",)}
 
 
 def layer_of(name: str) -> int:

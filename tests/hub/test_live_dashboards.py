@@ -454,3 +454,21 @@ def test_the_live_folder_keeps_jupyters_data_folder_read_only_to_the_service(tmp
         assert data.stat().st_uid == os.geteuid() and stat.S_IMODE(data.stat().st_mode) == 0o755
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_kernel_whose_page_still_renders_is_never_taken_for_an_unconnected_one():
+    """On a loaded machine Voilà may pause between a page's cells longer than the unconnected timeout: the
+    kernel counts as unconnected only from the moment its page was sent (make test once lost a page so)."""
+    from datetime import datetime, timezone
+    from types import SimpleNamespace
+
+    manager = live.LiveKernelManager(unconnected_timeout=60)
+    page = live._Page()
+    manager._kernels["k"] = SimpleNamespace(execution_state="idle", last_activity=datetime(2000, 1, 1,
+                                                                                         tzinfo=timezone.utc))
+    manager._pages["k"] = page
+    assert manager._unconnected_for("k") == 0  # still rendering, however long ago it last spoke
+    page.finished = time.monotonic() - 100
+    assert manager._unconnected_for("k") > 60  # sent 100 s ago, never connected: stopped at the next cull
+    manager._connected.add("k")
+    assert manager._unconnected_for("k") == 0

@@ -48,6 +48,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -303,6 +304,17 @@ def kernel_limit(memory_bytes: int | None = None) -> int:
 
 
 _VIEWER: contextvars.ContextVar[str] = contextvars.ContextVar("sampan_live_viewer", default="")
+
+
+class _Page:
+    """One request of the live Voilà: the kernels it started, and when its response ended (None: still
+    rendering). Voilà runs a page's cells before the browser connects, however long they take."""
+
+    def __init__(self):
+        self.finished: float | None = None
+
+
+_PAGE: contextvars.ContextVar[_Page | None] = contextvars.ContextVar("sampan_live_page", default=None)
 _HOST = re.compile(r"^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$")
 
 
@@ -316,6 +328,14 @@ def note_viewer(handler, user) -> None:
     """
     _VIEWER.set(getattr(user, "username", "") or "")
     _drop_token(handler.request)
+    page, on_finish = _Page(), handler.on_finish
+    _PAGE.set(page)
+
+    def finished():
+        page.finished = time.monotonic()
+        on_finish()
+
+    handler.on_finish = finished
     host = handler.request.host
     if _HOST.match(host):
         scripts = f"{host}{handler.base_url.rstrip('/')}/voila/"
@@ -365,12 +385,12 @@ def _live_viewers():
 
 
 def _live_kernel_manager():
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timezone
 
     from jupyter_core.utils import ensure_async
     from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
     from tornado.web import HTTPError
-    from traitlets import Float, Integer, default
+    from traitlets import Float, Integer, TraitError, default
 
     def _refuse(status: int, why: str):
         # Voilà's error page shows the status and its reason (not the message): the reason says why
@@ -382,7 +402,9 @@ def _live_kernel_manager():
 
         A page is refused, before its kernel starts, when its viewer has ``per_viewer`` kernels (429) or the
         service has ``max_kernels`` (503), with a message saying what to do; a kernel no page connected to
-        (a plain GET, a tab closed while it rendered) is stopped after ``unconnected_timeout`` idle seconds.
+        (a plain GET, a tab closed while it rendered) is stopped ``unconnected_timeout`` idle seconds after
+        its page was sent, never while the page still renders (on a busy machine Voilà may pause between
+        cells longer than that).
         """
 
         per_viewer = Integer(PER_VIEWER, config=True, help="Live kernels per hub user.")
@@ -399,11 +421,13 @@ def _live_kernel_manager():
             self._owners: dict[str, str] = {}  # kernel id -> viewer
             self._starting: dict[str, int] = {}  # viewer -> kernels being started (not yet in _owners)
             self._connected: set[str] = set()
+            self._pages: dict[str, _Page | None] = {}  # kernel id -> the page request that started it
 
         def _running(self) -> list[str]:
             for kernel_id in [k for k in self._owners if k not in self]:
                 del self._owners[kernel_id]
                 self._connected.discard(kernel_id)
+                self._pages.pop(kernel_id, None)
             return list(self._owners.values())
 
         async def start_kernel(self, *, kernel_id=None, path=None, **kwargs):
@@ -424,17 +448,30 @@ def _live_kernel_manager():
             finally:
                 self._starting[viewer] -= 1
             self._owners[kernel_id] = viewer
+            self._pages[kernel_id] = _PAGE.get()
             return kernel_id
 
         def notify_connect(self, kernel_id):
             super().notify_connect(kernel_id)
             self._connected.add(kernel_id)
 
+        def _unconnected_for(self, kernel_id) -> float:
+            """Seconds since the kernel's page finished rendering and the kernel last spoke, with no page
+            connected; 0 while its page still renders (its cells run before the browser can connect)."""
+            kernel, page = self._kernels.get(kernel_id), self._pages.get(kernel_id)
+            if kernel is None or kernel_id in self._connected or (page is not None and page.finished is None):
+                return 0.0
+            if getattr(kernel, "execution_state", "") == "busy":
+                return 0.0
+            try:
+                idle = (datetime.now(timezone.utc) - kernel.last_activity).total_seconds()
+            except TraitError:  # no activity recorded yet
+                return 0.0
+            since_page = time.monotonic() - page.finished if page is not None else idle
+            return min(idle, since_page)
+
         async def cull_kernel_if_idle(self, kernel_id):
-            kernel, now = self._kernels.get(kernel_id), datetime.now(timezone.utc)
-            if (kernel is not None and kernel_id not in self._connected
-                    and getattr(kernel, "execution_state", "") != "busy"
-                    and now - kernel.last_activity > timedelta(seconds=self.unconnected_timeout)):
+            if self._unconnected_for(kernel_id) > self.unconnected_timeout:
                 self.log.info("Stopping kernel %s: no page connected to it", kernel_id)
                 await ensure_async(self.shutdown_kernel(kernel_id))
                 return

@@ -110,6 +110,9 @@ def test_gallery_is_served_by_voila_with_thumbnails_and_no_tracebacks(home, tmp_
         assert "data:image/png;base64," in index  # good's thumbnail
         good = _get(base + "good.ipynb" + query)
         assert "hello from my app" in good and "print(" not in good  # sources stripped
+        with urllib.request.urlopen(base + "good.ipynb" + query, timeout=120) as response:  # others open it:
+            policy = response.headers["Content-Security-Policy"]  # the published notebook's scripts do not run
+        assert policy.startswith("script-src 'self' 'sha256-") and "object-src 'none'" in policy
         failing = _get(base + "bad.ipynb" + query)
         assert "error" in failing.lower()
         assert "secret-detail-42" not in failing and "Traceback" not in failing

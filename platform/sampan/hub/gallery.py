@@ -235,14 +235,20 @@ def take_thumbnail(notebook: Path, png: Path) -> Path | None:
 
 def voila_command(*, port: int, pool_size: int = 1) -> list[str]:
     """The ``voila`` command serving the gallery on 127.0.0.1: ``sampan dashboard``'s security settings
-    (:func:`sampan.cli.dashboard.command`) plus preheated kernels.
+    (:func:`sampan.cli.dashboard.command`) plus preheated kernels and the live dashboards'
+    Content-Security-Policy (:func:`sampan.hub.live.content_security_policy`).
 
     Each dashboard keeps ``pool_size`` kernels started and its page pre-rendered
     (Voilà's ``preheat_kernel``), so opening it does not wait for a kernel. Voilà
     requires a token, given in its environment (:func:`sampan.cli._servers.server_env`).
     """
     from sampan.cli.dashboard import command
+    from sampan.hub.live import content_security_policy
 
+    # whoever is given the link opens what the learner published: the live dashboards' policy runs Voilà's own
+    # scripts and none of the notebook's in their browser
+    policy = {"headers": {"Content-Security-Policy": content_security_policy()}}
     return [*command(gallery_dir(), port=port),
             "--VoilaConfiguration.preheat_kernel=True",
-            f"--VoilaConfiguration.default_pool_size={pool_size}"]
+            f"--VoilaConfiguration.default_pool_size={pool_size}",
+            f"--Voila.tornado_settings={json.dumps(policy)}"]

@@ -7,6 +7,7 @@ file, naming the entry, before torch opens it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
 import re
@@ -419,3 +420,69 @@ def test_onnx_sparse_initializer_data_outside_the_folder_is_refused(tmp_path):
     onnx.save(helper.make_model(graph), tmp_path / "model" / "m.onnx")
     with pytest.raises(UnsafeFileError, match=r"tensor 'w' reads its data from '\.\./secret\.bin'"):
         check_onnx(tmp_path / "model" / "m.onnx")
+
+
+def test_a_name_that_torch_pastes_into_generated_code_is_refused(shared_model, tmp_path):
+    """torch writes the program's input names into ``def forward(self, <name>):`` and execs it while loading:
+    a name carrying a default value runs code before the model is ever called."""
+    marker = tmp_path / "pwned"
+
+    def edit(program):
+        module = program["graph_module"]
+        module["graph"]["inputs"].append({"as_none": True})
+        module["signature"]["input_specs"].append({"constant_input": {
+            "name": f"c=__import__('os').system('touch {marker}')", "value": {"as_none": True}}})
+
+    _edit_program(shared_model, edit)
+    with contextlib.suppress(Exception):  # the attack is real: plain torch runs it while loading, then fails
+        torch.export.load(f"{shared_model}.pt2").module()
+    assert marker.exists()
+    marker.unlink()
+    with pytest.raises(UnsafeFileError, match=r"models/model\.json: name' holds \"c=__import__.*not a plain name"):
+        sampan.jit.load(shared_model)
+    assert not marker.exists()
+
+
+def test_aten_internals_that_write_out_of_bounds_are_refused(shared_model):
+    """Public-looking tensor arithmetic from aten's internals: a sparse tensor built without index checks, then
+    densified, writes a chosen value far outside its buffer (plain torch crashes; a nearer offset corrupts
+    memory silently)."""
+    import subprocess
+    import sys
+
+    def meta(sizes, dtype=7):
+        return {**_tensor_meta(1), "dtype": dtype, "sizes": [{"as_int": n} for n in sizes],
+                "strides": [{"as_int": 1} for _ in sizes]}
+
+    def arg(name, value, kind=1):
+        return {"name": name, "arg": value, "kind": kind}
+
+    def edit(program):
+        graph = program["graph_module"]["graph"]
+        graph["tensor_values"].update(idx=meta([1, 1], 5), val=meta([1]), sp=meta([4]), dense=meta([4]))
+        graph["nodes"] = [
+            _node("torch.ops.aten.full.default", [arg("size", {"as_ints": [1, 1]}),
+                                                  arg("fill_value", {"as_int": 50_000_000_000}),
+                                                  arg("dtype", {"as_scalar_type": 5}, 2)], "idx"),
+            _node("torch.ops.aten.full.default", [arg("size", {"as_ints": [1]}), arg("fill_value", {"as_float": 7.0}),
+                                                  arg("dtype", {"as_scalar_type": 7}, 2)], "val"),
+            _node("torch.ops.aten._sparse_coo_tensor_with_dims_and_tensors.default", [
+                arg("sparse_dim", {"as_int": 1}), arg("dense_dim", {"as_int": 0}), arg("size", {"as_ints": [4]}),
+                arg("indices", {"as_tensor": {"name": "idx"}}), arg("values", {"as_tensor": {"name": "val"}}),
+                arg("dtype", {"as_scalar_type": 7}, 2), arg("layout", {"as_layout": 1}, 2),
+                arg("device", {"as_device": {"type": "cpu", "index": None}}, 2),
+                arg("pin_memory", {"as_bool": False}, 2)], "sp"),
+            _node("torch.ops.aten._to_dense.default", [arg("self", {"as_tensor": {"name": "sp"}})], "dense"),
+        ] + graph["nodes"]
+
+    _edit_program(shared_model, edit)
+    plain = subprocess.run([sys.executable, "-c", "import sys, torch; torch.export.load(sys.argv[1]).module()"
+                            "(torch.randn(2, 4))", f"{shared_model}.pt2"], capture_output=True, timeout=300)
+    assert plain.returncode < 0, plain.stderr[-2000:]  # the attack is real: plain torch dies of a signal
+    with pytest.raises(UnsafeFileError, match=r"aten\.(_to_dense|_sparse_coo_tensor_with_dims_and_tensors)\.default"
+                                              r"'\" names an operator that is one of aten's internal operators"):
+        sampan.jit.load(shared_model)
+    from sampan.jit._safety import _unsafe_target
+
+    assert "sparse" in _unsafe_target("torch.ops.aten.sparse_coo_tensor.indices")  # the public door too
+    assert "other memory" in _unsafe_target("torch.ops.aten.set_.source_Tensor")

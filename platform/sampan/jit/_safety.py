@@ -118,6 +118,9 @@ def _check_payload_config(file: Path, name: str, raw: bytes) -> None:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise _refuse(file, name, f"is not a valid payload config ({exc!r})") from exc
     for key, meta in entries:
+        if not _DOTTED.fullmatch(str(key)):
+            raise _refuse(file, f"{name}: {str(key)[:80]}", "names a weight with characters beyond a dotted name "
+                                                            "(torch pastes names into code it runs)")
         if not isinstance(meta, dict) or meta.get("use_pickle") is not False:
             raise _refuse(file, f"{name}: {key}", "is flagged use_pickle (torch would unpickle it)")
         if not re.fullmatch(rf"{prefix}\d+", str(meta.get("path_name", ""))):
@@ -221,7 +224,23 @@ _BUILTIN_TARGETS = ({f"_operator.{n}" for n in ("getitem", "add", "mul", "sub", 
 _MODE_ARGUMENTS = {"UPLO", "activation", "algorithm", "approximate", "assert_msg", "driver", "equation", "indexing",
                    "interpolation", "mode", "norm", "ord", "p", "pad_mode", "padding", "padding_side", "reduce",
                    "rounding_mode", "side"}
+# aten's internal operators (a leading underscore) skip the checks of the public ones (an unchecked sparse tensor
+# densified writes anywhere in memory): only these few, which exports of ordinary models hold, may appear.
+_INTERNAL_OPS = {"_assert_tensor_metadata", "_assert_scalar", "_assert_async", "_native_batch_norm_legit_no_training",
+                 "_native_batch_norm_legit_functional", "_to_copy", "_softmax", "_log_softmax", "_unsafe_view",
+                 "_adaptive_avg_pool2d", "_local_scalar_dense"}
+_UNSAFE_OP_WORDS = ("sparse", "nested", "mkldnn")  # layouts whose invariants the operators trust unchecked
+_REPOINTING_OPS = {"set_"}  # point a tensor at another's memory with any offset and strides
+_STRIDED = 7  # torch._export.serde.schema.Layout.Strided
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Every other string of the program (outside node metadata, which torch only stores) names a value, parameter or
+# module, and torch pastes names into the Python it generates and execs (``def forward(self, <name>=...)``):
+# identifiers where torch writes them as Python names, dotted names elsewhere, nothing that could close a string.
+_NAME_KEYS = {"name", "as_name", "forward_arg_names", "verifiers"}
+_NAMED_TABLES = {"tensor_values", "sym_int_values", "sym_bool_values", "sym_float_values", "custom_obj_values"}
+_TEXT_RULES = {"torch_version": re.compile(r"[A-Za-z0-9_.+\-]*"), "as_string": re.compile(r"[A-Za-z0-9_.,\->]*")}
+_DOTTED = re.compile(r"[A-Za-z0-9_.]*")
+_CHECKED_KEYS = {"expr_str", "guards_code", "target", "as_operator", "in_spec", "out_spec"}
 _SPEC_TYPES = {None, "builtins.tuple", "builtins.list", "builtins.dict", "collections.OrderedDict",
                "torch.fx.immutable_collections.immutable_list", "torch.fx.immutable_collections.immutable_dict"}
 
@@ -237,6 +256,13 @@ def _unsafe_target(target: str) -> str | None:
     if len(parts) != 5 or parts[:2] != ["torch", "ops"] or parts[2] not in _OP_LIBRARIES \
             or not all(_IDENTIFIER.fullmatch(x) and not x.startswith("__") for x in parts[3:]):
         return "is not an operator of torch's own libraries"
+    op = parts[3]
+    if op.startswith("_") and op not in _INTERNAL_OPS:
+        return "is one of aten's internal operators, which skip the checks of the public ones"
+    if op in _REPOINTING_OPS:
+        return "points a tensor at other memory"
+    if any(word in op for word in _UNSAFE_OP_WORDS):
+        return "trusts a sparse, nested or opaque layout unchecked"
     import torch
 
     if parts[2] == "quantized_decomposed":
@@ -286,6 +312,13 @@ def _check_program_text(file: Path, name: str, raw: bytes) -> None:
     while todo:
         item = todo.pop()
         if isinstance(item, dict):
+            if "as_custom_obj" in item:
+                raise _refuse(file, f"{name}: as_custom_obj", "passes a custom object (torch would build it from a "
+                                                             "class the file names)")
+            for key in ("layout", "as_layout"):
+                if key in item and item[key] != _STRIDED:
+                    raise _refuse(file, f"{name}: {key} {item[key]!r}", "makes a tensor sparse or opaque (operators "
+                                                                        "trust such layouts unchecked)")
             text = item.get("expr_str")
             if isinstance(text, str):
                 problem = _unsafe_node(text, guard=False)
@@ -308,6 +341,33 @@ def _check_program_text(file: Path, name: str, raw: bytes) -> None:
             todo.extend(item.values())
         elif isinstance(item, list):
             todo.extend(item)
+    _check_names(file, name, program)  # after the operators: their refusal says more
+
+
+def _check_names(file: Path, name: str, program: Any) -> None:
+    """Refuses any string of the program, outside node metadata and the texts checked on their own, that is not a
+    plain name (see ``_NAME_KEYS``): torch pastes names into the code it generates and runs while loading."""
+    todo: list[tuple[str, Any]] = [("", program)]
+    while todo:
+        key, item = todo.pop()
+        if isinstance(item, dict):
+            for sub, value in item.items():
+                if sub == "metadata" or sub in _CHECKED_KEYS:
+                    continue
+                if sub in _NAMED_TABLES and isinstance(value, dict):
+                    bad = next((k for k in value if not _IDENTIFIER.fullmatch(k)), None)
+                    if bad is not None:
+                        raise _refuse(file, f"{name}: {sub}", f"names a value {bad[:80]!r}, not a Python name "
+                                                              "(torch pastes names into code it runs)")
+                todo.append((sub, value))
+        elif isinstance(item, list):
+            todo.extend((key, value) for value in item)
+        elif isinstance(item, str):
+            rule = (re.compile(f"(?:{_IDENTIFIER.pattern})?") if key in _NAME_KEYS
+                    else _TEXT_RULES.get(key, _DOTTED))
+            if not rule.fullmatch(item):
+                raise _refuse(file, f"{name}: {key}", f"holds {item[:80]!r}, not a plain name (torch pastes names "
+                                                      "into code it runs)")
 
 
 def _trust_file() -> Path:

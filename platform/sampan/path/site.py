@@ -437,7 +437,7 @@ def _nav(page: _Page, neighbours: tuple[_Page | None, _Page | None], lang: str, 
 
 
 def _relative(href: str) -> str:
-    """A relative link that a browser can never read as a scheme (``javascript:x/a.html`` → ``./javascript:x/a.html``)."""
+    """A relative link a browser can never read as a scheme (``javascript:x/a.html`` → ``./javascript:x/a.html``)."""
     return "./" + href if ":" in href.split("/", 1)[0] else href
 
 
@@ -497,7 +497,8 @@ def _render_index(path: LearningPath, report: dict[str, Any], pages: list[_Page]
     stages = []
     for stage in path.stages:
         items = [{"id": p.lesson.id, "title": p.lesson.text("title", lang), "summary": p.lesson.text("summary", lang),
-                  "href": _relative(p.rel) if p.executed is not None else None, "status": p.result.get("status", "not_run"),
+                  "href": _relative(p.rel) if p.executed is not None else None,
+                  "status": p.result.get("status", "not_run"),
                   "minutes": words["minutes"].format(m=p.lesson.minutes.get("full", 0))}
                  for p in pages if p.stage.id == stage.id]
         stages.append({"id": stage.id, "title": stage.text("title", lang),

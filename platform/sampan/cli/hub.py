@@ -7,11 +7,15 @@ sign up at ``/hub/signup`` and wait for a teacher's approval (people on
 Sampan kernel and their own copy of the course. The teacher's account is created
 at the first start from ``$SAMPAN_HUB_TEACHER_PASSWORD`` or a prompt (never a
 command-line argument). The teacher dashboard is at ``/services/progress/``.
+Every learner's server runs as the hub's own account: as root, name the account
+they run as in ``$SAMPAN_HUB_LEARNER_USER`` (``root`` to accept that every
+learner is root), or the hub refuses to start.
 
 Examples:
     sampan hub
     sampan hub --roster class.csv --teacher kim --port 8000
     sampan hub --ip 192.168.1.10 --ssl-cert hub.crt --ssl-key hub.key
+    SAMPAN_HUB_LEARNER_USER=sampan-learner sampan hub --dir /srv/sampan-hub   # as root
 """
 from __future__ import annotations
 

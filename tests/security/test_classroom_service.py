@@ -212,12 +212,12 @@ def test_as_root_the_learners_servers_run_as_an_unprivileged_account(tmp_path, m
         configure(Config(), HubSettings(hub_dir=tmp_path / "hub", live="off", learner_user="nobody"))
     base = Path(tempfile.mkdtemp(prefix="sampan-hub-test-", dir="/tmp"))  # tmp_path lies under a 0700 folder
     try:
-        _learners_as_nobody(base, tmp_path)
+        _learners_as_nobody(base, tmp_path, monkeypatch)
     finally:
         shutil.rmtree(base)
 
 
-def _learners_as_nobody(base, tmp_path) -> None:
+def _learners_as_nobody(base, tmp_path, monkeypatch) -> None:
     import pwd
     import stat
     import subprocess
@@ -226,7 +226,8 @@ def _learners_as_nobody(base, tmp_path) -> None:
     from traitlets.config import Config
 
     from sampan.hub.config import HubSettings, configure
-    from sampan.hub.spawner import SampanSpawner, _give_home
+    from sampan.hub import spawner as spawner_module
+    from sampan.hub.spawner import SampanSpawner, _hand_over
 
     base.chmod(0o755)
     hub, config = base / "hub", Config()
@@ -239,13 +240,31 @@ def _learners_as_nobody(base, tmp_path) -> None:
     nobody = pwd.getpwnam("nobody")
     home, outside = hub / "users" / "alice", tmp_path / "outside.txt"
     (home / "course").mkdir(parents=True)
-    (home / "course" / "intro.ipynb").write_text("{}")  # what the hub copied, as root
+    (home / "course" / "intro.ipynb").write_text("{}")  # from an earlier start as the hub's account
     outside.write_text("root's")
     (home / "link").symlink_to(outside)
-    _give_home(home, "nobody")
+    _hand_over(home, "nobody")  # the first time: the learner never had a hand in it
     assert {(p.lstat().st_uid, p.name) for p in [home, *home.rglob("*")]} == {
         (nobody.pw_uid, n) for n in ("alice", "course", "intro.ipynb", "link")}
-    assert outside.stat().st_uid == 0  # a link the learner made is not followed
+    assert outside.stat().st_uid == 0 and stat.S_IMODE(home.stat().st_mode) == 0o700
+    (home / "rootfile").write_text("x")  # once the learner's, the hub never walks or writes the home again
+    _hand_over(home, "nobody")
+    assert (home / "rootfile").stat().st_uid == 0
+
+    course = base / "course"  # the course and the code must be readable by the account
+    (course / "lessons").mkdir(parents=True)
+    (course / "lessons" / "a.ipynb").write_text("{}")
+    for path in (course, course / "lessons"):
+        path.chmod(0o755)
+    (course / "lessons" / "a.ipynb").chmod(0o644)
+    monkeypatch.setattr(spawner_module, "PYTHON", "/usr/bin/python3")  # this one's Python may lie in root's home
+    monkeypatch.setenv("PYTHONPATH", str(Path(spawner_module.__file__).parents[2]))
+    learner = SimpleNamespace(learner_user="nobody", course_dir=str(course), datasets_dir=str(base), user=None,
+                              log=SimpleNamespace(error=lambda *a: pytest.fail(a[0] % a[1:])))
+    report = SampanSpawner._prepare_as_learner(learner, home)
+    assert report.copied == ["lessons/a.ipynb"]
+    made = [home / "course" / "lessons" / "a.ipynb", home / ".jupyter", home / "datasets"]
+    assert all(p.lstat().st_uid == nobody.pw_uid for p in made)  # written by the learner's own process
     spawner = SimpleNamespace(learner_user="nobody", home_dir=str(home))
     preexec = SampanSpawner.make_preexec_fn(spawner, "alice")
     done = subprocess.run(["/usr/bin/id", "-u"], preexec_fn=preexec, capture_output=True, text=True, check=True)

@@ -81,6 +81,30 @@ def sync_course(source: Path, dest: Path) -> SyncReport:
     return report
 
 
+NEWS_SETTINGS = ".jupyter/lab/user-settings/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
+
+
+def prepare_home(home: Path, course_dir: str = "", datasets_dir: str = "") -> SyncReport:
+    """What a learner's home holds before their server starts: the course synced into ``~/course``,
+    JupyterLab's news check off (offline first), ``~/datasets`` linked to the shared datasets.
+
+    The hub runs it in its own process, or, when the servers run as a learner account
+    (``SAMPAN_HUB_LEARNER_USER``), in a process of that account: a hub run as root never writes in a folder
+    the learner controls, where a link swapped in at the right moment would carry the write elsewhere.
+    """
+    report = SyncReport()
+    if course_dir and Path(course_dir).is_dir():
+        report = sync_course(Path(course_dir), home / "course")
+    news = home / NEWS_SETTINGS
+    if not news.exists():
+        news.parent.mkdir(parents=True, exist_ok=True)
+        news.write_text('{"fetchNews": "false", "checkForUpdates": false}\n', encoding="utf-8")
+    link = home / "datasets"
+    if datasets_dir and not link.exists() and not link.is_symlink():
+        link.symlink_to(Path(datasets_dir), target_is_directory=True)
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m sampan.hub.course SOURCE DEST`` (a Kubernetes ``postStart`` hook runs it in the learner's pod)."""
     import sys

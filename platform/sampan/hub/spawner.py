@@ -16,14 +16,30 @@ Example:
 """
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
 from pathlib import Path
 
 from jupyterhub.spawner import SimpleLocalProcessSpawner
 from traitlets import Unicode
 
-from sampan.hub.course import sync_course
+from sampan.hub.course import SyncReport, prepare_home
 from sampan.utils.net import free_port
+
+
+PYTHON = sys.executable  # the learners' servers run it too (config.learner_account checks they can)
+# prepare_home in a fresh interpreter, without sampan's and sampan.utils' __init__ (they import torch: seconds
+# per server start); its report as JSON on the last line.
+_PREPARE = ("import importlib.util, json, sys, types\n"
+            "for name in ('sampan', 'sampan.utils'):\n"
+            "    pkg = types.ModuleType(name)\n"
+            "    pkg.__path__ = list(importlib.util.find_spec(name).submodule_search_locations)\n"
+            "    sys.modules[name] = pkg\n"
+            "from pathlib import Path\n"
+            "from sampan.hub.course import prepare_home\n"
+            "r = prepare_home(Path(sys.argv[1]), sys.argv[2], sys.argv[3])\n"
+            "print(json.dumps([r.copied, r.updated, r.kept]))\n")
 
 
 class SampanSpawner(SimpleLocalProcessSpawner):
@@ -36,22 +52,36 @@ class SampanSpawner(SimpleLocalProcessSpawner):
     async def start(self):
         home = Path(self.home_dir)
         home.mkdir(parents=True, exist_ok=True)
-        if self.course_dir and Path(self.course_dir).is_dir():
-            report = sync_course(Path(self.course_dir), home / "course")
+        if self.learner_user:
+            _hand_over(home, self.learner_user)
+            report = await asyncio.to_thread(self._prepare_as_learner, home)
+        else:
+            report = prepare_home(home, self.course_dir, self.datasets_dir)
+        if report is not None:
             self.log.info("course for %s: %d copied, %d updated, %d kept (edited by the learner)",
                           self.user.name, len(report.copied), len(report.updated), len(report.kept))
-        news = home / ".jupyter/lab/user-settings/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
-        if not news.exists():  # offline first: no learner's JupyterLab asks to fetch news from the internet
-            news.parent.mkdir(parents=True, exist_ok=True)
-            news.write_text('{"fetchNews": "false", "checkForUpdates": false}\n', encoding="utf-8")
-        link = home / "datasets"
-        if self.datasets_dir and not link.exists() and not link.is_symlink():
-            link.symlink_to(Path(self.datasets_dir), target_is_directory=True)
         if not self.port:  # JupyterHub's own pick is an ephemeral port, which any outgoing connection may take first
             self.port = free_port()
-        if self.learner_user:
-            _give_home(home, self.learner_user)
         return await super().start()
+
+    def _prepare_as_learner(self, home: Path) -> SyncReport | None:
+        """:func:`~sampan.hub.course.prepare_home` in a process of the learner account (the course must be
+        readable by it); its failure is logged and the server starts anyway."""
+        import json
+        import subprocess
+
+        from jupyterhub.spawner import set_user_setuid
+
+        env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+               "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        done = subprocess.run([PYTHON, "-c", _PREPARE, str(home), self.course_dir, self.datasets_dir], env=env,
+                              cwd=home, preexec_fn=set_user_setuid(self.learner_user, chdir=False),
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            self.log.error("preparing the home of %s as %s failed: %s", self.user.name, self.learner_user,
+                           done.stderr.strip()[-2000:])
+            return None
+        return SyncReport(*json.loads(done.stdout.strip().splitlines()[-1]))
 
     def make_preexec_fn(self, name):
         if not self.learner_user:
@@ -79,16 +109,18 @@ class SampanSpawner(SimpleLocalProcessSpawner):
         return args
 
 
-def _give_home(home: Path, user: str) -> None:
-    """Hands the learner's home (0700) and what the hub wrote in it (the course copy, settings) to ``user``;
-    never follows a link the learner made."""
+def _hand_over(home: Path, user: str) -> None:
+    """Gives the learner account its home (0700) the first time: while the home is still the hub's, the
+    learner has never had a hand in it, so nothing in it can be a link they made. Afterwards the hub writes
+    nothing there itself (:meth:`SampanSpawner._prepare_as_learner`)."""
     import pwd
 
     entry = pwd.getpwnam(user)
     owner = (entry.pw_uid, entry.pw_gid)
-    home.chmod(0o700)
+    info = home.lstat()
+    if (info.st_uid, info.st_gid) == owner:
+        return
     for folder, dirs, files in os.walk(home):
         for path in [Path(folder)] + [Path(folder) / n for n in (*dirs, *files)]:
-            info = path.lstat()
-            if (info.st_uid, info.st_gid) != owner:
-                os.lchown(path, *owner)
+            os.lchown(path, *owner)
+    home.chmod(0o700)

@@ -472,3 +472,26 @@ def test_a_kernel_whose_page_still_renders_is_never_taken_for_an_unconnected_one
     assert manager._unconnected_for("k") > 60  # sent 100 s ago, never connected: stopped at the next cull
     manager._connected.add("k")
     assert manager._unconnected_for("k") == 0
+
+
+def test_the_live_voila_reads_no_config_its_kernels_could_write(tmp_path):
+    """The kernels run the publishers' code as the service's account: a `voila.py` they planted in a config
+    folder Voilà searches would run at its next start (the hub restarts a service that exits) and could drop
+    the Content-Security-Policy. Voilà reads no config file, Jupyter's folders are the hub's, and the service's
+    Python skips the user site its kernels could write."""
+    root = live.make_live_dir(tmp_path, None)
+    code = ("import json; from sampan.hub.live import prepare_process; args = prepare_process(); "
+            "from jupyter_core.paths import jupyter_config_path, jupyter_path; import site, sys; "
+            "print(json.dumps([args, jupyter_config_path(), jupyter_path(), site.ENABLE_USER_SITE]))")
+    env = {**os.environ, "SAMPAN_LIVE_DIR": str(root), "JUPYTERHUB_SERVICE_URL": "http://127.0.0.1:9",
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "planted"), "JUPYTER_CONFIG_PATH": str(tmp_path / "planted")}
+    done = subprocess.run([sys.executable, "-s", "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    args, config_path, data_path, user_site = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "--Voila.config_file_paths=[]" in args and user_site is False
+    assert str(root / "config") in config_path and str(root / "data") in data_path
+    assert not [p for p in config_path + data_path if p.startswith((str(root / "home"), str(tmp_path / "planted")))]
+    from sampan.hub.config import LIVE_BOOT, live_service
+
+    assert live_service(live.LivePlan(True, None, "test"), root)["command"][1:3] == ["-s", "-c"]
+    assert LIVE_BOOT in live_service(live.LivePlan(True, None, "test"), root)["command"]

@@ -208,7 +208,7 @@ def services(s: HubSettings) -> list[dict]:
 def live_service(plan: LivePlan, live_dir: Path) -> dict:
     """The ``live`` service: Voilà on the copies in ``live_dir``, as ``plan.user`` (JupyterHub's setuid)."""
     service = {"name": LIVE_SERVICE, "url": f"http://127.0.0.1:{free_port()}", "display": True,
-               "command": [sys.executable, "-c", LIVE_BOOT], "oauth_no_confirm": True,
+               "command": [sys.executable, "-s", "-c", LIVE_BOOT], "oauth_no_confirm": True,
                "cwd": str(live_dir / "dashboards"),
                "environment": {"SAMPAN_LIVE_DIR": str(live_dir),
                                "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}}

@@ -176,9 +176,9 @@ def _user_problem(user: str) -> str | None:
 def make_live_dir(hub_dir: Path, user: str | None) -> Path:
     """A fresh live folder (``<tmp>/sampan-live-*``, outside the hub folder) for one hub run.
 
-    ``dashboards/`` (the copies) and ``data/`` (Jupyter's data folder, empty) belong to the hub and are
-    read-only to the service; ``home/`` (HOME, Jupyter runtime, IPython) belongs to the service user, mode
-    0700. The previous run's folder is removed.
+    ``dashboards/`` (the copies), ``data/`` and ``config/`` (Jupyter's data and config folders, empty) belong
+    to the hub and are read-only to the service; ``home/`` (HOME, Jupyter runtime, IPython) belongs to the
+    service user, mode 0700. The previous run's folder is removed.
     """
     pointer = hub_dir / "live_dir.txt"
     old = Path(pointer.read_text().strip()) if pointer.is_file() else None
@@ -188,6 +188,7 @@ def make_live_dir(hub_dir: Path, user: str | None) -> Path:
     root.chmod(0o755)
     (root / "dashboards").mkdir(mode=0o755)
     (root / "data").mkdir(mode=0o755)
+    (root / "config").mkdir(mode=0o755)
     home = root / "home"
     home.mkdir(mode=0o700)
     if user is not None:
@@ -203,10 +204,16 @@ def prepare_process() -> list[str]:
     """Inside the service (as its user): HOME and Jupyter folders under ``<live dir>/home``; Voilà's arguments."""
     root = Path(os.environ[DIR_ENV])
     home = root / "home"
-    # Jupyter's data folder is the hub's (read-only to the service): Voilà serves lab extensions from it
+    # Jupyter's data and config folders are the hub's (read-only to the service): Voilà serves lab extensions
+    # from the one and runs voila.py (and reads page_config) from the other at every start, and the kernels, which
+    # run the publishers' code as the service's account, could otherwise plant a config that drops the
+    # Content-Security-Policy and have the hub restart Voilà with it
+    for name in ("JUPYTER_CONFIG_PATH", "JUPYTER_PATH"):
+        os.environ.pop(name, None)
     os.environ.update(HOME=str(home), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-                      JUPYTER_DATA_DIR=str(root / "data"), IPYTHONDIR=str(home / "ipython"),
-                      MPLCONFIGDIR=str(home / "matplotlib"))
+                      JUPYTER_DATA_DIR=str(root / "data"), JUPYTER_CONFIG_DIR=str(root / "config"),
+                      PYTHONNOUSERSITE="1",
+                      IPYTHONDIR=str(home / "ipython"), MPLCONFIGDIR=str(home / "matplotlib"))
     os.umask(0o077)
     os.chdir(root / "dashboards")
     return voila_arguments(root / "dashboards", os.environ["JUPYTERHUB_SERVICE_URL"],
@@ -225,7 +232,7 @@ def voila_arguments(dashboards: Path, service_url: str, prefix: str) -> list[str
     url = urlparse(service_url)
     return [
         str(dashboards), f"--Voila.ip={url.hostname}", f"--Voila.port={url.port}", f"--Voila.base_url={prefix}",
-        "--Voila.open_browser=False", "--Voila.auto_token=True",
+        "--Voila.open_browser=False", "--Voila.auto_token=True", "--Voila.config_file_paths=[]",
         "--Voila.identity_provider_class=sampan.hub.live.LiveViewers",
         "--Voila.authorizer_class=jupyterhub.singleuser.extension.JupyterHubAuthorizer",
         "--VoilaConfiguration.strip_sources=True", "--VoilaConfiguration.show_tracebacks=False",

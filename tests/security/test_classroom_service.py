@@ -257,9 +257,18 @@ def _learners_as_nobody(base, tmp_path, monkeypatch) -> None:
     for path in (course, course / "lessons"):
         path.chmod(0o755)
     (course / "lessons" / "a.ipynb").chmod(0o644)
-    monkeypatch.setattr(spawner_module, "PYTHON", "/usr/bin/python3")  # this one's Python may lie in root's home
-    monkeypatch.setenv("PYTHONPATH", str(Path(spawner_module.__file__).parents[2]))
-    learner = SimpleNamespace(learner_user="nobody", course_dir=str(course), datasets_dir=str(base), user=None,
+    # this checkout's Python, and the checkout itself (a CI clone in a 0700 temporary folder), may be out of
+    # the account's reach: the system Python runs a copy of the three modules prepare_home needs
+    source = Path(spawner_module.__file__).parents[1]
+    for rel in ("hub/__init__.py", "hub/course.py", "utils/io.py"):
+        (base / "code" / "sampan" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / rel, base / "code" / "sampan" / rel)
+    for path in [base / "code", *(base / "code").rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    monkeypatch.setattr(spawner_module, "PYTHON", "/usr/bin/python3")
+    monkeypatch.setenv("PYTHONPATH", str(base / "code"))
+    learner = SimpleNamespace(learner_user="nobody", course_dir=str(course), datasets_dir=str(base),
+                              user=SimpleNamespace(name="alice"),
                               log=SimpleNamespace(error=lambda *a: pytest.fail(a[0] % a[1:])))
     report = SampanSpawner._prepare_as_learner(learner, home)
     assert report.copied == ["lessons/a.ipynb"]

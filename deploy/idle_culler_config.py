@@ -7,6 +7,7 @@
 # Deliberately free of `import sampan` (which imports torch): the culler stays a small process.
 import json
 import os
+import stat
 from pathlib import Path
 
 import psutil
@@ -26,14 +27,56 @@ def _alive(pid, started):
         return False
 
 
+def _open_beneath(home, parts, flags):
+    """A descriptor of ``home/parts...`` opened without following any link on the way (the culler may run as
+    root, and the learner controls their home), or None."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        folder = os.open(home, os.O_RDONLY | os.O_DIRECTORY | nofollow)
+    except OSError:
+        return None
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        return os.open(parts[-1], flags | nofollow, dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+
+
+def _job_states(home, limit=1 << 20):
+    """The job.json texts of a learner's jobs: regular files of at most ``limit`` bytes, opened without
+    blocking (a FIFO would stop the culler for everyone) and without following a link."""
+    jobs = _open_beneath(home, [".sampan", "jobs"], os.O_RDONLY | os.O_DIRECTORY)
+    if jobs is None:
+        return []
+    try:
+        names = os.listdir(jobs)
+    finally:
+        os.close(jobs)
+    texts = []
+    for name in names:
+        fd = _open_beneath(home, [".sampan", "jobs", name, "job.json"], os.O_RDONLY | os.O_NONBLOCK)
+        if fd is None:
+            continue
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size <= limit:
+                texts.append(fh.read(limit).decode("utf-8", "replace"))
+    return texts
+
+
 def running_jobs(user, users_dir=None):
     """How many of ``user``'s `sampan job`s are running (status "running" and their process alive)."""
-    folder = Path(users_dir or USERS or "/nonexistent") / user / ".sampan" / "jobs"
+    home = Path(users_dir or USERS or "/nonexistent") / user
     count = 0
-    for state in folder.glob("*/job.json") if user and folder.is_dir() else []:
+    for text in _job_states(home) if user and "/" not in user and user not in (".", "..") else []:
         try:
-            job = json.loads(state.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            job = json.loads(text)
+        except ValueError:
             continue
         if isinstance(job, dict) and job.get("status") == "running" and _alive(job.get("pid"), job.get("pid_started")):
             count += 1

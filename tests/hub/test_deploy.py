@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from pathlib import Path
 
@@ -105,6 +106,14 @@ def test_culler_hook_spares_a_learner_with_a_running_job(tmp_path):
         idle = datetime.timedelta(hours=2)
         keep = asyncio.run(namespace["busy_aware_arbiter"](idle, 3600, {"full_name": "lee/", "url": "/user/lee/"}))
         assert keep is False  # not culled: the job runs
+        # a learner's FIFO or link among the job states (the culler may run as root) is skipped, without hanging
+        (job.parent / "fifo-job").mkdir()
+        os.mkfifo(job.parent / "fifo-job" / "job.json")
+        (job.parent / "linked").symlink_to(job, target_is_directory=True)
+        assert namespace["running_jobs"]("lee", tmp_path) == 1
+        (tmp_path / "eve").mkdir()
+        (tmp_path / "eve" / ".sampan").symlink_to(tmp_path / "lee" / ".sampan", target_is_directory=True)
+        assert namespace["running_jobs"]("eve", tmp_path) == 0
     finally:
         proc.kill()
         proc.wait()

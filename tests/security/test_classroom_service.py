@@ -234,22 +234,25 @@ def _learners_as_nobody(base, tmp_path, monkeypatch) -> None:
     configure(config, HubSettings(hub_dir=hub, live="off", learner_user="nobody"))
     assert config.SampanSpawner.learner_user == "nobody"
     assert stat.S_IMODE(hub.stat().st_mode) == 0o711 == stat.S_IMODE((hub / "users").stat().st_mode)
+    # the cookie secret too: JupyterHub would write it 0644 and chmod it after, a window for a learner's open()
     assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in hub.iterdir() if f.is_file()} == {
-        "jupyterhub.sqlite": 0o600, "progress.sqlite": 0o600}
+        "jupyterhub.sqlite": 0o600, "progress.sqlite": 0o600, "jupyterhub_cookie_secret": 0o600}
+    assert len((hub / "jupyterhub_cookie_secret").read_text().strip()) == 64
 
     nobody = pwd.getpwnam("nobody")
-    home, outside = hub / "users" / "alice", tmp_path / "outside.txt"
-    (home / "course").mkdir(parents=True)
-    (home / "course" / "intro.ipynb").write_text("{}")  # from an earlier start as the hub's account
-    outside.write_text("root's")
-    (home / "link").symlink_to(outside)
-    _hand_over(home, "nobody")  # the first time: the learner never had a hand in it
-    assert {(p.lstat().st_uid, p.name) for p in [home, *home.rglob("*")]} == {
-        (nobody.pw_uid, n) for n in ("alice", "course", "intro.ipynb", "link")}
-    assert outside.stat().st_uid == 0 and stat.S_IMODE(home.stat().st_mode) == 0o700
+    old = hub / "users" / "bob"
+    (old / "course").mkdir(parents=True)  # made before the hub ran learners as nobody: a walk could be raced
+    with pytest.raises(RuntimeError, match=r"holds files made before.*HINT: stop every process of 'nobody'"):
+        _hand_over(old, "nobody")
+    assert old.stat().st_uid == 0
+    home = hub / "users" / "alice"
+    home.mkdir()
+    _hand_over(home, "nobody")  # new and empty: just the folder
+    assert home.stat().st_uid == nobody.pw_uid and stat.S_IMODE(home.stat().st_mode) == 0o700
     (home / "rootfile").write_text("x")  # once the learner's, the hub never walks or writes the home again
     _hand_over(home, "nobody")
     assert (home / "rootfile").stat().st_uid == 0
+    (home / "rootfile").unlink()
 
     course = base / "course"  # the course and the code must be readable by the account
     (course / "lessons").mkdir(parents=True)
@@ -294,3 +297,30 @@ def test_the_live_copies_skip_a_huge_published_file(tmp_path):
     (folder / "app.ipynb").write_text(json.dumps(SECRET))
     (tmp_path / "live" / "dashboards").mkdir(parents=True)
     assert live.sync(users, tmp_path / "live") == [("eve", "app")]
+
+
+def test_the_service_never_follows_a_learners_link_to_read_a_file(tmp_path):
+    """Run as root, the service opened whatever a learner's gallery.json linked to (an entry of a root-only
+    file showed on the class page); a link loop stopped the live copies for the whole class."""
+    from sampan.hub import live
+    from sampan.hub.service import read_learner_file
+
+    secret = tmp_path / "root-only" / "gallery"
+    secret.mkdir(parents=True)
+    (secret / "gallery.json").write_text(json.dumps({"dashboards": {"x": {"name": "ROOT_ONLY", "published_at": None}}}))
+    users = tmp_path / "users"
+    (users / "lee").mkdir(parents=True)
+    (users / "lee" / ".sampan").symlink_to(tmp_path / "root-only", target_is_directory=True)  # a folder on the way
+    mallory = _gallery(users, "mallory", {"loop": {"name": "loop", "published_at": None}})
+    (mallory / "gallery.json").rename(mallory / "real.json")
+    (mallory / "gallery.json").symlink_to(mallory / "real.json")  # the file itself
+    (mallory / "loop.ipynb").symlink_to(mallory / "loop.ipynb")
+    zoe = _gallery(users, "zoe", {"app": {"name": "app", "published_at": None}})
+    (zoe / "app.ipynb").write_text(json.dumps(SECRET))
+    assert published(users) == [("zoe", {"name": "app", "published_at": None})]
+    assert read_learner_file(users / "mallory", ".sampan/gallery/real.json", 1 << 20) is not None
+    (mallory / "gallery.json").unlink()
+    _gallery(users, "mallory", {"loop": {"name": "loop", "published_at": None}})  # a plain catalog, a looping entry
+    assert ("mallory", {"name": "loop", "published_at": None}) in published(users)
+    (tmp_path / "live" / "dashboards").mkdir(parents=True)
+    assert live.sync(users, tmp_path / "live") == [("zoe", "app")]  # the loop is skipped, the class is served

@@ -274,6 +274,13 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     # the database, cookie secret and learners' homes: no other local account reads them. With a learner
     # account, it may pass through to the homes (0711, no listing) but read no file of the hub's: the databases
     # are made 0600 before they are first opened (SQLite gives its journals the database's mode).
+    secret = s.hub_dir / "jupyterhub_cookie_secret"
+    if not secret.exists():  # JupyterHub would write it 0644 and chmod it after: a learner could open it between
+        import secrets
+
+        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32) + "\n")
     s.hub_dir.chmod(0o711 if learner else 0o700)
     (s.hub_dir / "users").chmod(0o711 if learner else 0o755)
     for name in ("progress.sqlite",) if s.db_url else ("jupyterhub.sqlite", "progress.sqlite"):

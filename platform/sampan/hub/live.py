@@ -495,20 +495,20 @@ def live_url(user: str, name: str, prefix: str = f"/services/{LIVE_SERVICE}/") -
 def sync(users_dir: Path, live_dir: Path) -> list[tuple[str, str]]:
     """Refreshes the service's read-only copies from the learners' galleries; returns ``[(learner, name)]``.
 
-    A copy is made only of a published notebook that lies, after following links, inside its learner's
-    own folder and parses as a notebook (a learner's link to the hub database is not copied); copies of
+    A copy is made only of a published notebook reached in its learner's own folder without following a
+    link (a learner's link to the hub database, or a link loop, is not copied) that parses as a notebook; copies of
     dashboards no longer published are removed. Files are 0644 and folders 0755, owned by the hub.
     """
     from sampan.hub.service import NOTEBOOK_BYTES, published, read_learner_file  # headless
 
-    target, users_root = live_dir / "dashboards", users_dir.resolve()
+    target = live_dir / "dashboards"
     kept: set[Path] = set()
     for user, entry in published(users_dir):
         name = str(entry.get("name", ""))
-        source = (users_dir / user / ".sampan" / "gallery" / f"{name}.ipynb").resolve()
-        if not _NAME.match(name) or not source.is_relative_to(users_root / user) or not source.is_file():
+        if not _NAME.match(name):
             continue
-        data = read_learner_file(source, NOTEBOOK_BYTES)  # a regular file of bounded size, read without blocking
+        # no link followed on the way (a loop, or a link to the hub's files), a regular file of bounded size
+        data = read_learner_file(users_dir / user, f".sampan/gallery/{name}.ipynb", NOTEBOOK_BYTES)
         try:
             if data is None or not isinstance(json.loads(data).get("cells"), list):
                 continue

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 from jupyterhub.spawner import SimpleLocalProcessSpawner
@@ -29,6 +31,7 @@ from sampan.utils.net import free_port
 
 
 PYTHON = sys.executable  # the learners' servers run it too (config.learner_account checks they can)
+PREPARE_SECONDS = 120
 # prepare_home in a fresh interpreter, without sampan's and sampan.utils' __init__ (they import torch: seconds
 # per server start); its report as JSON on the last line.
 _PREPARE = ("import importlib.util, json, sys, types\n"
@@ -74,14 +77,27 @@ class SampanSpawner(SimpleLocalProcessSpawner):
 
         env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-        done = subprocess.run([PYTHON, "-c", _PREPARE, str(home), self.course_dir, self.datasets_dir], env=env,
-                              cwd=home, preexec_fn=set_user_setuid(self.learner_user, chdir=False),
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
+        # -s -P: neither the learner's user site nor the working folder on sys.path; output read up to 64 KiB and
+        # the process group killed after PREPARE_SECONDS (the learner's files could make it print or hang)
+        proc = subprocess.Popen([PYTHON, "-s", "-P", "-c", _PREPARE, str(home), self.course_dir, self.datasets_dir],
+                                env=env, cwd="/", preexec_fn=set_user_setuid(self.learner_user, chdir=False),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        output = _read_bounded(proc, deadline=time.monotonic() + PREPARE_SECONDS, limit=1 << 16)
+        try:
+            code = proc.wait(timeout=1)  # it printed its report and exited, or is stuck on a full pipe / a hang
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            code = None
+        if code != 0:
             self.log.error("preparing the home of %s as %s failed: %s", self.user.name, self.learner_user,
-                           done.stderr.strip()[-2000:])
+                           output.strip()[-2000:] if code is not None else "it took too long")
             return None
-        return SyncReport(*json.loads(done.stdout.strip().splitlines()[-1]))
+        try:
+            return SyncReport(*json.loads(output.strip().splitlines()[-1]))
+        except (ValueError, IndexError, TypeError):
+            self.log.error("preparing the home of %s: unexpected output %r", self.user.name, output[-200:])
+            return None
 
     def make_preexec_fn(self, name):
         if not self.learner_user:
@@ -109,18 +125,38 @@ class SampanSpawner(SimpleLocalProcessSpawner):
         return args
 
 
+def _read_bounded(proc, *, deadline: float, limit: int) -> str:
+    """What ``proc`` prints until it closes its output, ``limit`` bytes have come or ``deadline`` passes."""
+    import selectors
+
+    chunks, size = [], 0
+    with selectors.DefaultSelector() as selector, proc.stdout:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        while size < limit:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                break
+            data = os.read(proc.stdout.fileno(), min(8192, limit - size))
+            if not data:
+                break
+            chunks.append(data)
+            size += len(data)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
 def _hand_over(home: Path, user: str) -> None:
-    """Gives the learner account its home (0700) the first time: while the home is still the hub's, the
-    learner has never had a hand in it, so nothing in it can be a link they made. Afterwards the hub writes
-    nothing there itself (:meth:`SampanSpawner._prepare_as_learner`)."""
+    """Gives the learner account its new, empty home (0700). A home that already holds files (made before the
+    hub ran learners as this account) is refused: walking and chowning it as root could be raced by a learner
+    process swapping a folder for a link, and root would hand them a folder outside the home."""
     import pwd
 
     entry = pwd.getpwnam(user)
-    owner = (entry.pw_uid, entry.pw_gid)
     info = home.lstat()
-    if (info.st_uid, info.st_gid) == owner:
+    if (info.st_uid, info.st_gid) == (entry.pw_uid, entry.pw_gid):
         return
-    for folder, dirs, files in os.walk(home):
-        for path in [Path(folder)] + [Path(folder) / n for n in (*dirs, *files)]:
-            os.lchown(path, *owner)
+    if any(home.iterdir()):
+        raise RuntimeError(
+            f"The home {home} holds files made before the hub ran the learners' servers as {user!r}. HINT: stop "
+            f"every process of {user!r}, then `chown -R {user}: {home}` (or move the folder aside for a fresh one).")
+    os.chown(home, entry.pw_uid, entry.pw_gid)
     home.chmod(0o700)

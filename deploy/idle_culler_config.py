@@ -4,10 +4,10 @@
 #   with a live process), or
 # - a kernel that is executing (a training in progress sends no messages): the hook asks the server's
 #   Jupyter API for its kernels. The culler's token needs `access:servers` (sampan.hub.config).
-# Deliberately free of `import sampan` (which imports torch): the culler stays a small process.
+# Deliberately free of `import sampan` (which imports torch): the culler stays a small process; it reads learners'
+# files with sampan.hub.service's readers, loaded without sampan's __init__.
 import json
 import os
-import stat
 from pathlib import Path
 
 import psutil
@@ -27,53 +27,38 @@ def _alive(pid, started):
         return False
 
 
-def _open_beneath(home, parts, flags):
-    """A descriptor of ``home/parts...`` opened without following any link on the way (the culler may run as
-    root, and the learner controls their home), or None."""
-    nofollow = getattr(os, "O_NOFOLLOW", 0)
-    try:
-        folder = os.open(home, os.O_RDONLY | os.O_DIRECTORY | nofollow)
-    except OSError:
-        return None
-    try:
-        for part in parts[:-1]:
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=folder)
-            os.close(folder)
-            folder = inner
-        return os.open(parts[-1], flags | nofollow, dir_fd=folder)
-    except OSError:
-        return None
-    finally:
-        os.close(folder)
+def _learner_files():
+    """sampan.hub.service's readers of a learner's files (no link followed, no FIFO, bounded), loaded without
+    sampan/__init__ and sampan/hub/__init__ (the first imports torch)."""
+    import importlib.util
+    import sys
+    import types
+
+    for name in ("sampan", "sampan.hub"):
+        if name not in sys.modules:
+            package = types.ModuleType(name)
+            package.__path__ = list(importlib.util.find_spec(name).submodule_search_locations)
+            sys.modules[name] = package
+    from sampan.hub.service import learner_folder, read_learner_file
+
+    return learner_folder, read_learner_file
 
 
 def _job_states(home, limit=1 << 20):
-    """The job.json texts of a learner's jobs: regular files of at most ``limit`` bytes, opened without
-    blocking (a FIFO would stop the culler for everyone) and without following a link."""
-    jobs = _open_beneath(home, [".sampan", "jobs"], os.O_RDONLY | os.O_DIRECTORY)
-    if jobs is None:
-        return []
-    try:
-        names = os.listdir(jobs)
-    finally:
-        os.close(jobs)
-    texts = []
-    for name in names:
-        fd = _open_beneath(home, [".sampan", "jobs", name, "job.json"], os.O_RDONLY | os.O_NONBLOCK)
-        if fd is None:
-            continue
-        with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if stat.S_ISREG(info.st_mode) and info.st_size <= limit:
-                texts.append(fh.read(limit).decode("utf-8", "replace"))
-    return texts
+    """The job.json texts of a learner's jobs (the culler may run as root; the learner controls the home)."""
+    learner_folder, read_learner_file = _learner_files()
+    texts = (read_learner_file(home, f".sampan/jobs/{name}/job.json", limit) for name in
+             learner_folder(home, ".sampan/jobs"))
+    return [text.decode("utf-8", "replace") for text in texts if text is not None]
 
 
 def running_jobs(user, users_dir=None):
     """How many of ``user``'s `sampan job`s are running (status "running" and their process alive)."""
-    home = Path(users_dir or USERS or "/nonexistent") / user
+    root = users_dir or USERS  # unset on Kubernetes: the jobs live in the learner's pod
+    if not root or not user or "/" in user or user in (".", ".."):
+        return 0
     count = 0
-    for text in _job_states(home) if user and "/" not in user and user not in (".", "..") else []:
+    for text in _job_states(Path(root) / user):
         try:
             job = json.loads(text)
         except ValueError:

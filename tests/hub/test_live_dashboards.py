@@ -408,7 +408,7 @@ def test_a_publishers_scripts_do_not_run_in_the_viewers_browser_and_the_widgets_
             page.goto(f"{voila.url}?token={voila.token}")
 
             def without_policy(route):
-                response = route.fetch()
+                response = route.fetch(timeout=90_000)  # the page's wait ceiling: a loaded machine renders slowly
                 headers = {k: v for k, v in response.headers.items() if k.lower() != "content-security-policy"}
                 route.fulfill(response=response, headers=headers)
             page.route(f"{origin}/services/live/voila/render/**", without_policy)

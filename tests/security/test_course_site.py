@@ -19,7 +19,8 @@ import pytest
 
 from sampan.errors import UnsafeFileError
 from sampan.path import load_path
-from sampan.path.site import CSP, _relative, build_site
+from sampan.path.report import relative_href
+from sampan.path.site import CSP, build_site
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -101,8 +102,8 @@ def test_outputs_that_the_template_writes_raw_are_neutralised(shared_run):
     assert _policies(index) == [CSP]
     assert 'href="a.html"' in index
     # and a link never starts with something a browser reads as a scheme (the manifest refuses such names too)
-    assert _relative("javascript:alert(1)/a.html") == "./javascript:alert(1)/a.html"
-    assert _relative("../01-beginner/a.html") == "../01-beginner/a.html"
+    assert relative_href("javascript:alert(1)/a.html") == "./javascript:alert(1)/a.html"
+    assert relative_href("../01-beginner/a.html") == "../01-beginner/a.html"
 
 
 def test_no_script_runs_when_the_pages_are_opened_in_a_browser(shared_run):

@@ -91,17 +91,9 @@ def _teacher_password(hub_dir: Path) -> str | None:
     return getpass.getpass("Password for the teacher account: ")
 
 
-def _write_private(file: Path, text: str) -> Path:
-    """``text`` in a new file only this account can read (0600 from its creation, never a link followed)."""
-    file.unlink(missing_ok=True)
-    fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    return file
-
-
 def run(args) -> int:
     from sampan.hub.config import LEARNER_USER_ENV, PASSWORD_FILE_ENV, learner_account, proxy_command
+    from sampan.utils.io import atomic_write_text
 
     try:
         env = environment(args)
@@ -124,7 +116,8 @@ def run(args) -> int:
     # initial environment stays readable in /proc/PID/environ by its account (every learner's server) for its life.
     os.environ.pop("SAMPAN_HUB_TEACHER_PASSWORD", None)
     if password:
-        os.environ[PASSWORD_FILE_ENV] = str(_write_private(hub_dir / ".teacher-password", password))
+        # born 0600 (mkstemp) and renamed into place: never readable by another account, no link followed
+        os.environ[PASSWORD_FILE_ENV] = str(atomic_write_text(hub_dir / ".teacher-password", password))
     scheme = "https" if args.ssl_cert else "http"
     print(f"Sampan hub: {scheme}://{args.ip}:{args.port}/hub/  (teacher dashboard: /services/progress/)", flush=True)
     sys.stderr.flush()

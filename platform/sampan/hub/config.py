@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sampan.errors import bad_argument
-from sampan.hub.live import LIVE_SERVICE, LIVE_BOOT, LivePlan, live_plan, make_live_dir
+from sampan.hub.live import LIVE_SERVICE, LIVE_BOOT, LivePlan, live_plan, make_live_dir, reachable_by
 from sampan.hub.roster import by_role, read_roster
+from sampan.utils.io import atomic_write_text
 from sampan.utils.net import free_port
 
 SERVICE = "progress"
@@ -132,21 +134,6 @@ def learner_account(user: str, live_user: str | None = None) -> str | None:
         raise ValueError(bad_argument(LEARNER_USER_ENV, user, "an existing unprivileged account that can run "
                                       f"{sys.executable}", f"{problem}; {fix}"))
     return user
-
-
-def _searchable_by(folder: Path, user: str) -> bool:
-    """True when the Unix ``user`` may pass through ``folder`` and every folder above it."""
-    import pwd
-    import stat
-
-    entry = pwd.getpwnam(user)
-    groups = set(os.getgrouplist(user, entry.pw_gid))
-    for part in [Path(os.path.abspath(folder)), *Path(os.path.abspath(folder)).parents]:
-        info = part.stat()
-        shift = 6 if info.st_uid == entry.pw_uid else 3 if info.st_gid in groups else 0
-        if not (info.st_mode >> shift) & stat.S_IXOTH:
-            return False
-    return True
 
 
 def proxy_command() -> str:
@@ -266,7 +253,7 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     plan = live_plan(s.live, s.live_user)
     print(f"[sampan hub] {plan.reason}", file=sys.stderr)
     learner = learner_account(s.learner_user, plan.user)
-    if learner and not _searchable_by(s.hub_dir.parent, learner):
+    if learner and not reachable_by(s.hub_dir.parent, learner, last=stat.S_IXOTH):
         raise ValueError(bad_argument("SAMPAN_HUB_DIR", str(s.hub_dir), f"a folder {learner!r} can pass through to "
                                       "its home in users/", "a folder above it is private (such as root's home): "
                                       "start the hub with --dir /srv/sampan-hub or another folder outside it"))
@@ -278,9 +265,7 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     if not secret.exists():  # JupyterHub would write it 0644 and chmod it after: a learner could open it between
         import secrets
 
-        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_hex(32) + "\n")
+        atomic_write_text(secret, secrets.token_hex(32) + "\n")  # born 0600 (mkstemp), renamed into place
     s.hub_dir.chmod(0o711 if learner else 0o700)
     (s.hub_dir / "users").chmod(0o711 if learner else 0o755)
     for name in ("progress.sqlite",) if s.db_url else ("jupyterhub.sqlite", "progress.sqlite"):

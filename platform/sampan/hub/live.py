@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import base64
 import contextvars
+import functools
 import hashlib
 import json
 import os
@@ -92,8 +93,9 @@ def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def reachable_by(path: str | os.PathLike, user: str) -> bool:
-    """True when the Unix ``user`` can reach and read ``path``: every folder above it searchable, it readable.
+def reachable_by(path: str | os.PathLike, user: str, last: int = stat.S_IROTH) -> bool:
+    """True when the Unix ``user`` can reach and read ``path``: every folder above it searchable, it readable
+    (``last=stat.S_IXOTH``: a folder it can pass through).
 
     Checks the permission bits (owner, group, others) as the kernel would for that user's uid and groups.
 
@@ -109,7 +111,7 @@ def reachable_by(path: str | os.PathLike, user: str) -> bool:
     chain = [*reversed(path.parents), path]
     for i, part in enumerate(chain):
         info = part.stat()  # follows links: what the user would open
-        need = stat.S_IXOTH if i < len(chain) - 1 else stat.S_IROTH
+        need = stat.S_IXOTH if i < len(chain) - 1 else last
         shift = 6 if info.st_uid == entry.pw_uid else 3 if info.st_gid in groups else 0
         if not (info.st_mode >> shift) & need:
             return False
@@ -268,6 +270,7 @@ def content_security_policy(scripts: str = "'self'") -> str:
 _HEARTBEAT = "window.voila_heartbeat()"  # voila.handler: the inline script it sends during long renders
 
 
+@functools.lru_cache(maxsize=None)
 def voila_script_hashes() -> tuple[str, ...]:
     """CSP hash sources of the inline scripts Voilà's pages need, read from the installed ``lab`` template.
 
@@ -275,7 +278,8 @@ def voila_script_hashes() -> tuple[str, ...]:
     Voilà renders them), ``window.voila_finish()`` (it shows the rendered cells) and the heartbeat. Left
     blocked: ``voila_process(i, n)`` before each cell (only the "Executing i of n" text) and nbconvert's
     mermaid loader (it would load from a CDN). A hash lets only that exact text run, whatever a notebook
-    holds; derived at start, so an update of Voilà within 0.5 keeps its pages working.
+    holds; derived once per process from the installed template, so an update of Voilà within 0.5 keeps its
+    pages working.
     """
     import jinja2
     from voila.paths import collect_template_paths
@@ -314,8 +318,8 @@ _VIEWER: contextvars.ContextVar[str] = contextvars.ContextVar("sampan_live_viewe
 
 
 class _Page:
-    """One request of the live Voilà: the kernels it started, and when its response ended (None: still
-    rendering). Voilà runs a page's cells before the browser connects, however long they take."""
+    """One request of the live Voilà: when its response ended (None: still rendering). Voilà runs a page's
+    cells before the browser connects, however long they take."""
 
     def __init__(self):
         self.finished: float | None = None

@@ -89,14 +89,10 @@ CATALOG_BYTES = 1 << 20  # a gallery.json `sampan publish` writes is a few kB
 NOTEBOOK_BYTES = 64 << 20  # a published dashboard with its pictures; nbconvert renders larger ones slowly
 
 
-def read_learner_file(home: Path, rel: str, limit: int) -> bytes | None:
-    """The bytes of the regular file ``rel`` under a learner's ``home``, or None.
-
-    The service may run as root, and the learner controls everything in their home: every folder on the way
-    is opened without following a link (a swapped-in link cannot take the read outside the home, however
-    timed), the file is opened without blocking (a FIFO would hang the service for the class), and only a
-    regular file of at most ``limit`` bytes is read.
-    """
+def _open_beneath(home: Path, rel: str, flags: int) -> int | None:
+    """A descriptor of ``home/rel`` opened with ``flags``, every folder on the way (``home`` too) opened without
+    following a link, or None. The service may run as root and the learner controls everything in their home:
+    a swapped-in link cannot take the open outside it, however timed."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
     parts = rel.split("/")
     try:
@@ -108,11 +104,20 @@ def read_learner_file(home: Path, rel: str, limit: int) -> bytes | None:
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=folder)
             os.close(folder)
             folder = inner
-        fd = os.open(parts[-1], os.O_RDONLY | os.O_NONBLOCK | nofollow, dir_fd=folder)
+        return os.open(parts[-1], flags | nofollow, dir_fd=folder)
     except OSError:
         return None
     finally:
         os.close(folder)
+
+
+def read_learner_file(home: Path, rel: str, limit: int) -> bytes | None:
+    """The bytes of the regular file ``rel`` under a learner's ``home``, or None: reached without following a
+    link (:func:`_open_beneath`), opened without blocking (a FIFO would hang the service for the class), of at
+    most ``limit`` bytes."""
+    fd = _open_beneath(home, rel, os.O_RDONLY | os.O_NONBLOCK)
+    if fd is None:
+        return None
     with os.fdopen(fd, "rb") as fh:
         info = os.fstat(fh.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
@@ -121,18 +126,34 @@ def read_learner_file(home: Path, rel: str, limit: int) -> bytes | None:
     return data if len(data) <= limit else None
 
 
+def learner_folder(home: Path, rel: str) -> list[str]:
+    """The names in the folder ``rel`` under a learner's ``home``, reached without following a link ([] when
+    there is none)."""
+    fd = _open_beneath(home, rel, os.O_RDONLY | os.O_DIRECTORY)
+    if fd is None:
+        return []
+    try:
+        return os.listdir(fd)
+    finally:
+        os.close(fd)
+
+
 def published(users_dir: Path) -> list[tuple[str, dict[str, Any]]]:
     """``[(user, gallery entry)]`` of every learner's ``sampan publish`` gallery under ``users_dir``."""
-    found = []
-    for home in sorted(p for p in users_dir.iterdir() if p.is_dir()) if users_dir.is_dir() else []:
-        raw = read_learner_file(home, ".sampan/gallery/gallery.json", CATALOG_BYTES)
-        try:
-            entries = json.loads(raw).get("dashboards", {}) if raw is not None else {}
-            entries.items()
-        except (ValueError, AttributeError):
-            continue
-        found += [(home.name, entry) for _, entry in sorted(entries.items()) if _well_formed(entry)]
-    return found
+    homes = sorted(p for p in users_dir.iterdir() if p.is_dir()) if users_dir.is_dir() else []
+    return [(home.name, entry) for home in homes for entry in _catalog(home)]
+
+
+def _catalog(home: Path) -> list[dict[str, Any]]:
+    """The well-formed entries of one learner's gallery.json (none when it is missing or of another shape)."""
+    raw = read_learner_file(home, ".sampan/gallery/gallery.json", CATALOG_BYTES)
+    try:
+        entries = json.loads(raw).get("dashboards", {}) if raw is not None else {}
+    except (ValueError, AttributeError):
+        return []
+    if not isinstance(entries, dict):
+        return []
+    return [entry for _, entry in sorted(entries.items()) if _well_formed(entry)]
 
 
 def _well_formed(entry: Any) -> bool:
@@ -165,18 +186,19 @@ def render_gallery(entries: list[tuple[str, dict[str, Any]]], live: bool = False
 
 def render_dashboard(users_dir: Path, user: str, name: str) -> str | None:
     """A published dashboard's saved outputs as HTML (no code cells, no execution); None when unknown."""
+    import nbformat
     from nbconvert import HTMLExporter
 
-    import nbformat
-
-    entry = next((e for u, e in published(users_dir) if u == user and e.get("name") == name), None)
-    # no link followed on the way: a learner cannot publish a link to a classmate's file (or, as root, any file)
-    raw = read_learner_file(users_dir / user, f".sampan/gallery/{name}.ipynb", NOTEBOOK_BYTES) if entry else None
-    try:
-        nb = nbformat.reads(raw.decode("utf-8"), as_version=4) if raw is not None else None
-    except (ValueError, UnicodeDecodeError, nbformat.reader.NotJSONError):
+    home = users_dir / user
+    if not any(entry["name"] == name for entry in _catalog(home)):
         return None
-    if nb is None:
+    # no link followed on the way: a learner cannot publish a link to a classmate's file (or, as root, any file)
+    raw = read_learner_file(home, f".sampan/gallery/{name}.ipynb", NOTEBOOK_BYTES)
+    if raw is None:
+        return None
+    try:
+        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+    except (ValueError, UnicodeDecodeError, nbformat.reader.NotJSONError):
         return None
     html, _ = HTMLExporter(exclude_input=True, exclude_input_prompt=True,
                            exclude_output_prompt=True).from_notebook_node(nb)

@@ -70,14 +70,15 @@ def check_pt2(file: str | os.PathLike, data: bytes | None = None) -> None:
                 if not _PT2_MEMBERS.fullmatch(name):
                     raise _refuse(file, name, "is not part of a plain torch.export program (pickled data or "
                                               "compiled code)")
-            _same_for_torch(file, data, {name: archive.read(member) for name, member in members.items()})
-            for name, member in members.items():
-                if name.endswith("_config.json"):
-                    _check_payload_config(file, name, archive.read(member))
-                elif name.startswith("data/sample_inputs/"):
-                    _check_tensors_only(file, name, archive.read(member))
-                elif name.startswith("models/"):
-                    _check_program_text(file, name, archive.read(member))
+            contents = {name: archive.read(member) for name, member in members.items()}
+        _same_for_torch(file, data, contents)
+        for name, raw in contents.items():
+            if name.endswith("_config.json"):
+                _check_payload_config(file, name, raw)
+            elif name.startswith("data/sample_inputs/"):
+                _check_tensors_only(file, name, raw)
+            elif name.startswith("models/"):
+                _check_program_text(file, name, raw)
     except (zipfile.BadZipFile, OSError) as exc:
         raise UnsafeFileError(f"{os.fspath(file)!r} is not a readable .pt2 archive ({exc}). HINT: export the "
                               "model again.", path=os.fspath(file), entry=None) from exc
@@ -236,9 +237,10 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Every other string of the program (outside node metadata, which torch only stores) names a value, parameter or
 # module, and torch pastes names into the Python it generates and execs (``def forward(self, <name>=...)``):
 # identifiers where torch writes them as Python names, dotted names elsewhere, nothing that could close a string.
-_NAME_KEYS = {"name", "as_name", "forward_arg_names", "verifiers"}
+_PYTHON_NAME = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*)?")
 _NAMED_TABLES = {"tensor_values", "sym_int_values", "sym_bool_values", "sym_float_values", "custom_obj_values"}
-_TEXT_RULES = {"torch_version": re.compile(r"[A-Za-z0-9_.+\-]*"), "as_string": re.compile(r"[A-Za-z0-9_.,\->]*")}
+_TEXT_RULES = {"torch_version": re.compile(r"[A-Za-z0-9_.+\-]*"), "as_string": re.compile(r"[A-Za-z0-9_.,\->]*"),
+               **dict.fromkeys(("name", "as_name", "forward_arg_names", "verifiers"), _PYTHON_NAME)}
 _DOTTED = re.compile(r"[A-Za-z0-9_.]*")
 _CHECKED_KEYS = {"expr_str", "guards_code", "target", "as_operator", "in_spec", "out_spec"}
 _SPEC_TYPES = {None, "builtins.tuple", "builtins.list", "builtins.dict", "collections.OrderedDict",
@@ -308,51 +310,13 @@ def _check_program_text(file: Path, name: str, raw: bytes) -> None:
         if problem:
             raise _refuse(file, f"{name}: guards_code", f"holds Python that {problem} ({text[:80]!r}; torch "
                                                         "would exec it)")
-    todo = [program]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, dict):
-            if "as_custom_obj" in item:
-                raise _refuse(file, f"{name}: as_custom_obj", "passes a custom object (torch would build it from a "
-                                                             "class the file names)")
-            for key in ("layout", "as_layout"):
-                if key in item and item[key] != _STRIDED:
-                    raise _refuse(file, f"{name}: {key} {item[key]!r}", "makes a tensor sparse or opaque (operators "
-                                                                        "trust such layouts unchecked)")
-            text = item.get("expr_str")
-            if isinstance(text, str):
-                problem = _unsafe_node(text, guard=False)
-                if problem:
-                    raise _refuse(file, f"{name}: expr_str", f"holds a shape expression that {problem} "
-                                                             f"({text[:80]!r}; torch would eval it)")
-            for key in ("target", "as_operator"):
-                target = item.get(key)
-                if (key == "as_operator" or "inputs" in item) and target is not None:
-                    problem = _unsafe_target(target) if isinstance(target, str) else "is not a name"
-                    if problem:
-                        raise _refuse(file, f"{name}: {key} {str(target)[:80]!r}",
-                                      f"names an operator that {problem}; a model from someone else may call only "
-                                      "torch's tensor operators and arithmetic")
-            for key in ("in_spec", "out_spec"):
-                if key in item:
-                    problem = _unsafe_spec(item[key])
-                    if problem:
-                        raise _refuse(file, f"{name}: {key}", f"{problem} (torch builds code from it)")
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    _check_names(file, name, program)  # after the operators: their refusal says more
-
-
-def _check_names(file: Path, name: str, program: Any) -> None:
-    """Refuses any string of the program, outside node metadata and the texts checked on their own, that is not a
-    plain name (see ``_NAME_KEYS``): torch pastes names into the code it generates and runs while loading."""
     todo: list[tuple[str, Any]] = [("", program)]
     while todo:
         key, item = todo.pop()
         if isinstance(item, dict):
+            _check_program_dict(file, name, item)
             for sub, value in item.items():
-                if sub == "metadata" or sub in _CHECKED_KEYS:
+                if sub == "metadata" or sub in _CHECKED_KEYS:  # node metadata torch only stores; checked above
                     continue
                 if sub in _NAMED_TABLES and isinstance(value, dict):
                     bad = next((k for k in value if not _IDENTIFIER.fullmatch(k)), None)
@@ -362,12 +326,40 @@ def _check_names(file: Path, name: str, program: Any) -> None:
                 todo.append((sub, value))
         elif isinstance(item, list):
             todo.extend((key, value) for value in item)
-        elif isinstance(item, str):
-            rule = (re.compile(f"(?:{_IDENTIFIER.pattern})?") if key in _NAME_KEYS
-                    else _TEXT_RULES.get(key, _DOTTED))
-            if not rule.fullmatch(item):
-                raise _refuse(file, f"{name}: {key}", f"holds {item[:80]!r}, not a plain name (torch pastes names "
-                                                      "into code it runs)")
+        elif isinstance(item, str) and not _TEXT_RULES.get(key, _DOTTED).fullmatch(item):
+            raise _refuse(file, f"{name}: {key}", f"holds {item[:80]!r}, not a plain name (torch pastes names "
+                                                  "into code it runs)")
+
+
+def _check_program_dict(file: Path, name: str, item: dict) -> None:
+    """The checks of one object of the program: its custom objects, layouts, shape expression, operator and
+    input/output specs."""
+    if "as_custom_obj" in item:
+        raise _refuse(file, f"{name}: as_custom_obj", "passes a custom object (torch would build it from a class "
+                                                     "the file names)")
+    for key in ("layout", "as_layout"):
+        if key in item and item[key] != _STRIDED:
+            raise _refuse(file, f"{name}: {key} {item[key]!r}", "makes a tensor sparse or opaque (operators trust "
+                                                                "such layouts unchecked)")
+    text = item.get("expr_str")
+    if isinstance(text, str):
+        problem = _unsafe_node(text, guard=False)
+        if problem:
+            raise _refuse(file, f"{name}: expr_str", f"holds a shape expression that {problem} ({text[:80]!r}; "
+                                                     "torch would eval it)")
+    for key in ("target", "as_operator"):
+        target = item.get(key)
+        if (key == "as_operator" or "inputs" in item) and target is not None:
+            problem = _unsafe_target(target) if isinstance(target, str) else "is not a name"
+            if problem:
+                raise _refuse(file, f"{name}: {key} {str(target)[:80]!r}",
+                              f"names an operator that {problem}; a model from someone else may call only torch's "
+                              "tensor operators and arithmetic")
+    for key in ("in_spec", "out_spec"):
+        if key in item:
+            problem = _unsafe_spec(item[key])
+            if problem:
+                raise _refuse(file, f"{name}: {key}", f"{problem} (torch builds code from it)")
 
 
 def _trust_file() -> Path:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
 from sampan.utils.io import atomic_write_json, atomic_write_text
 
@@ -96,7 +96,12 @@ def _relative_link(value: Any) -> str:
     parts = urlsplit(value)
     if parts.scheme or parts.netloc or value.startswith(("/", "\\")) or ".." in value.replace("\\", "/").split("/"):
         return ""
-    return value if ":" not in value.split("/", 1)[0] else "./" + value
+    return relative_href(value)
+
+
+def relative_href(href: str) -> str:
+    """A relative link a browser can never read as a scheme (``javascript:x/a.html`` → ``./javascript:x/a.html``)."""
+    return "./" + href if ":" in href.split("/", 1)[0] else href
 
 
 def _num(value: Any) -> str:

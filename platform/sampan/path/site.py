@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from sampan.errors import bad_argument
 from sampan.path.manifest import LearningPath, Lesson, Stage, load_path
+from sampan.path.report import relative_href
 
 MARKER = ".sampan-site"           # in every built site: only such a folder is ever replaced
 CSS = "_static/sampan-site.css"
@@ -428,17 +429,12 @@ def _nav(page: _Page, neighbours: tuple[_Page | None, _Page | None], lang: str, 
              f'<span class="sampan-where">{html.escape(where)}</span>']
     for key, other in zip(("previous", "next"), neighbours):
         if other is not None:
-            href = _relative(posixpath.relpath(other.rel, posixpath.dirname(page.rel) or "."))
+            href = relative_href(posixpath.relpath(other.rel, posixpath.dirname(page.rel) or "."))
             label = f"{'← ' if key == 'previous' else ''}{words[key]}: {other.lesson.text('title', lang)}"
             label += " →" if key == "next" else ""
             parts.append(f'<a class="sampan-{key}" rel="{"prev" if key == "previous" else "next"}" '
                          f'href="{html.escape(href)}">{html.escape(label)}</a>')
     return f'<nav class="sampan-nav">{" ".join(parts)}</nav>'
-
-
-def _relative(href: str) -> str:
-    """A relative link a browser can never read as a scheme (``javascript:x/a.html`` → ``./javascript:x/a.html``)."""
-    return "./" + href if ":" in href.split("/", 1)[0] else href
 
 
 def _up(rel: str) -> str:
@@ -462,7 +458,7 @@ def _relink(text: str, page: _Page, by_source: dict[str, _Page], root: Path, ass
         if target.endswith(".ipynb"):
             other = by_source.get(target)
             if other is not None and other.executed is not None:
-                new = _relative(posixpath.relpath(other.rel, here or ".")) + fragment
+                new = relative_href(posixpath.relpath(other.rel, here or ".")) + fragment
             else:
                 anchor = f"#lesson-{other.lesson.id}" if other is not None else ""
                 new = posixpath.relpath("index.html", here or ".") + anchor
@@ -497,7 +493,7 @@ def _render_index(path: LearningPath, report: dict[str, Any], pages: list[_Page]
     stages = []
     for stage in path.stages:
         items = [{"id": p.lesson.id, "title": p.lesson.text("title", lang), "summary": p.lesson.text("summary", lang),
-                  "href": _relative(p.rel) if p.executed is not None else None,
+                  "href": relative_href(p.rel) if p.executed is not None else None,
                   "status": p.result.get("status", "not_run"),
                   "minutes": words["minutes"].format(m=p.lesson.minutes.get("full", 0))}
                  for p in pages if p.stage.id == stage.id]

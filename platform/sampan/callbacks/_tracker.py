@@ -23,24 +23,34 @@ def resolve_mode(mode: str, monitor: str) -> str:
 class BestTracker:
     """Tracks the best value of ``logs[monitor]`` with a ``min_delta`` margin."""
 
-    def __init__(self, monitor: str, mode: Mode = "auto", min_delta: float = 0.0):
+    def __init__(self, monitor: str, mode: Mode = "auto", min_delta: float = 0.0, baseline: float | None = None):
         if not isinstance(monitor, str) or not monitor:
             raise ValueError(bad_argument("monitor", monitor, "a logged name such as 'eval_loss' or 'eval_acc'"))
         self.monitor = monitor
         self.mode = resolve_mode(mode, monitor)
         self.min_delta = abs(float(min_delta))
-        self.best = math.inf if self.mode == "min" else -math.inf
+        self._initial = float(baseline) if baseline is not None else math.inf if self.mode == "min" else -math.inf
+        self.best = self._initial
         self._warned = False
 
-    def value(self, logs: dict | None, owner: str) -> float | None:
+    def reset(self) -> None:
+        """Forgets the best value seen (a new ``fit``; a resumed one loads it from the checkpoint instead)."""
+        self.best = self._initial
+
+    def value(self, logs: dict | None, owner: str, params: dict | None = None) -> float | None:
+        """``logs[monitor]`` as a float; None (with one warning) when absent. ``params`` are the callback's
+        ``fit`` params: an ``eval_`` value missing on an epoch without evaluation (``eval_freq > 1``) is expected."""
         logs = logs or {}
         value = logs.get(self.monitor)
         if value is None:
-            if not self._warned:
+            skipped_eval = (params or {}).get("has_eval") and self.monitor.startswith("eval_") and not any(
+                k.startswith("eval_") for k in logs)
+            if not self._warned and not skipped_eval:
                 known = sorted(k for k, v in logs.items() if isinstance(v, (int, float)))
-                warnings.warn(
-                    f"{owner}: `monitor`={self.monitor!r} is not in the logs; available: {known}. HINT: monitor "
-                    f"'eval_...' values only when fit() gets eval_data.", stacklevel=3)
+                hint = ("monitor one of those names" if any(k.startswith("eval_") for k in logs) else
+                        "monitor 'eval_...' values only when fit() gets eval_data")
+                warnings.warn(f"{owner}: `monitor`={self.monitor!r} is not in the logs; available: {known}. "
+                              f"HINT: {hint}.", stacklevel=3)
                 self._warned = True
             return None
         return float(value)

@@ -29,9 +29,7 @@ class EarlyStopping(Callback):
         super().__init__()
         if not isinstance(patience, int) or patience < 0:
             raise ValueError(bad_argument("patience", patience, "an int >= 0"))
-        self.tracker = BestTracker(monitor, mode, min_delta)
-        if baseline is not None:
-            self.tracker.best = float(baseline)
+        self.tracker = BestTracker(monitor, mode, min_delta, baseline=baseline)
         self.patience = patience
         self.restore_best_weights = restore_best_weights
         self.verbose = verbose
@@ -48,8 +46,13 @@ class EarlyStopping(Callback):
     def best(self) -> float:
         return self.tracker.best
 
+    def on_train_begin(self, logs=None):
+        if self.model.epoch == 0:  # a new run (a resumed one got its state from the checkpoint): forget the last
+            self.tracker.reset()
+            self.wait, self.stopped_epoch, self.best_epoch, self.best_weights = 0, None, None, None
+
     def on_epoch_end(self, epoch, logs=None):
-        value = self.tracker.value(logs, "EarlyStopping")
+        value = self.tracker.value(logs, "EarlyStopping", self.params)
         if value is None:
             return
         if self.tracker.improved(value):

@@ -1,11 +1,16 @@
 """``History``: every epoch's logs and every step's loss; ``Model.fit`` returns it."""
 from __future__ import annotations
 
+import math
+
 from sampan.callbacks.base import Callback
 
 
 class History(Callback):
     """Records epoch logs in ``history[name]`` lists and the per-step loss in ``steps``.
+
+    Every list has one entry per epoch, so ``history[name][i]`` belongs to ``epoch[i]``: a value absent
+    from an epoch's logs (``eval_*`` on the epochs that ``fit(eval_freq=N)`` does not evaluate) is NaN.
 
     Example:
         >>> h = History()
@@ -26,9 +31,12 @@ class History(Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self.epoch.append(epoch)
-        for key, value in (logs or {}).items():
-            if isinstance(value, (int, float)):
-                self.history.setdefault(key, []).append(value)
+        values = {k: v for k, v in (logs or {}).items() if isinstance(v, (int, float))}
+        # one entry per epoch in every list: NaN where a value is missing (eval_* with eval_freq > 1)
+        for key in [*self.history, *(k for k in values if k not in self.history)]:
+            column = self.history.setdefault(key, [])
+            column.extend([math.nan] * (len(self.epoch) - 1 - len(column)))
+            column.append(values.get(key, math.nan))
 
     def __getitem__(self, key: str) -> list:
         return self.history[key]

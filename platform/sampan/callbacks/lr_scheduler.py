@@ -18,7 +18,8 @@ class LRScheduler(Callback):
         scheduler: a ``torch.optim.lr_scheduler`` instance built on the prepared optimizer.
         by_step: step after every optimizer update (e.g. ``OneCycleLR``).
         by_epoch: step after every epoch (the default).
-        monitor: the value fed to ``ReduceLROnPlateau``.
+        monitor: the value fed to ``ReduceLROnPlateau``; without evaluation data, the training ``loss``.
+            With ``fit(eval_freq=N)`` it is stepped only on the epochs that evaluate.
 
     Example:
         >>> import torch
@@ -50,8 +51,11 @@ class LRScheduler(Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if self._plateau:
-            value = (logs or {}).get(self.monitor, (logs or {}).get("loss"))
-            if value is not None:
+            logs = logs or {}
+            value = logs.get(self.monitor)
+            if value is None and not (self.monitor.startswith("eval_") and self.params.get("has_eval")):
+                value = logs.get("loss")  # no evaluation in this fit: the training loss stands in
+            if value is not None:  # with eval_freq > 1, epochs without evaluation leave the scheduler alone
                 self.scheduler.step(value)
         elif not self.by_step:
             self.scheduler.step()

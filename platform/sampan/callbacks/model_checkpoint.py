@@ -42,9 +42,13 @@ class ModelCheckpoint(Callback):
         self.tracker = BestTracker(monitor, mode) if monitor else None
         self.saved: list[Path] = []
 
+    def on_train_begin(self, logs=None):
+        if self.tracker is not None and self.model.epoch == 0:  # a new run: its first epoch may be the best
+            self.tracker.reset()
+
     def on_epoch_end(self, epoch, logs=None):
         if self.tracker is not None:
-            value = self.tracker.value(logs, "ModelCheckpoint")
+            value = self.tracker.value(logs, "ModelCheckpoint", self.params)
             if value is not None and self.tracker.improved(value):
                 self.tracker.best = value
                 self.saved.append(self.model.save(self.save_dir / "best"))

@@ -1,7 +1,7 @@
 """``ProgressBar``: tqdm.auto bars (a widget in notebooks, text in a terminal), throttled.
 
 ``verbose=1`` shows a bar per epoch with the running loss and metrics;
-``verbose=2`` prints one line per epoch and no bar; ``verbose=0`` is silent.
+``verbose=2`` prints one line per epoch (and per ``evaluate``) and no bar; ``verbose=0`` is silent.
 Only rank 0 of a distributed job draws.
 """
 from __future__ import annotations
@@ -105,8 +105,13 @@ class ProgressBar(Callback):
             self._update(step, logs)
 
     def on_eval_end(self, logs=None):
-        if not self.params.get("in_fit", False):
+        if self.params.get("in_fit", False):
+            return
+        if self._bar is not None:
             self._close(logs)
+        elif self._enabled(bar=False):  # verbose=2 (Paddle's default): one line, as an epoch's
+            pairs = " - ".join(f"{k}: {v}" for k, v in _fmt(logs or {}).items())
+            print(f"Eval - {pairs}", flush=True)
 
     def on_predict_begin(self, logs=None):
         if self._enabled(bar=True):

@@ -21,7 +21,7 @@ def _scalars(logs: dict | None) -> dict[str, float]:
 
 class VisualDL(Callback):
     """Writes scalars to ``log_dir``: ``train/<name>`` every ``log_freq`` steps, ``epoch/<name>`` and
-    ``eval/<name>`` every epoch, ``eval/<name>`` after a standalone ``evaluate``.
+    ``eval/<name>`` every epoch, ``evaluate/<name>`` after each standalone ``evaluate`` (its own curve).
 
     Only rank 0 of a distributed job writes. The files are TensorBoard event files.
 
@@ -77,8 +77,8 @@ class VisualDL(Callback):
 
     def on_eval_end(self, logs=None):
         if not self.params.get("in_fit", False):
-            self._eval_step += 1
-            self._write("eval", _scalars(logs), self._eval_step)
+            self._eval_step += 1  # its own curve: "eval/" is fit's, one point per epoch
+            self._write("evaluate", _scalars(logs), self._eval_step)
             self._close()
 
     def on_train_end(self, logs=None):

@@ -1,6 +1,7 @@
 """Splitting a batch into inputs and labels, moving it to the device, explaining a batch's errors."""
 from __future__ import annotations
 
+import inspect
 from typing import Any, Sequence
 
 import torch
@@ -9,11 +10,13 @@ from sampan.errors import first_line
 from sampan.spec import InputSpec, dtype_name
 
 
-def split_batch(batch: Any, n_inputs: int | None, n_labels: int | None, with_labels: bool) -> tuple[list, list]:
+def split_batch(batch: Any, n_inputs: int | None, n_labels: int | None, with_labels: bool,
+                least_inputs: int = 1) -> tuple[list, list]:
     """``(x, y)`` -> ``([x], [y])``; a bare tensor is one input and no label.
 
     ``n_inputs`` comes from ``Model(inputs=[...])``, ``n_labels`` from ``labels=[...]``;
-    without them the last item of a tuple is the label (when there is more than one item).
+    without them the last item of a tuple is the label (when there is more than one item), unless the
+    network needs it: ``least_inputs`` (its ``forward``'s required arguments, for ``predict``) are inputs.
     """
     if isinstance(batch, dict):
         raise TypeError(
@@ -23,7 +26,7 @@ def split_batch(batch: Any, n_inputs: int | None, n_labels: int | None, with_lab
     items = list(batch) if isinstance(batch, (tuple, list)) else [batch]
     if n_inputs is None:
         n_lab = n_labels if n_labels is not None else (1 if len(items) > 1 else 0)
-        n_inputs = len(items) - n_lab
+        n_inputs = min(len(items), max(len(items) - n_lab, least_inputs))
     inputs, labels = items[:n_inputs], items[n_inputs:]
     if with_labels and n_labels is not None and len(labels) != n_labels:
         raise ValueError(
@@ -31,6 +34,17 @@ def split_batch(batch: Any, n_inputs: int | None, n_labels: int | None, with_lab
             f"{len(items)} item(s). HINT: make the Dataset return (inputs..., labels...) or fix Model(inputs=, labels=)."
         )
     return inputs, labels
+
+
+def required_inputs(network: torch.nn.Module) -> int:
+    """How many positional arguments ``network.forward`` requires (1 when its signature cannot be read), as
+    Paddle reads a network's inputs from ``forward``'s signature when ``Model(inputs=None)``."""
+    try:
+        parameters = inspect.signature(network.forward).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return max(1, sum(1 for p in parameters if p.kind in positional and p.default is inspect.Parameter.empty))
 
 
 def to_device(items: Sequence[Any], device: torch.device) -> list:

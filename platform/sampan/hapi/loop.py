@@ -9,7 +9,9 @@ file never branches on feature flags.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
@@ -18,7 +20,8 @@ import torch
 from sampan.amp.precision import PrecisionPlugin
 from sampan.distributed.base import Strategy
 from sampan.errors import bad_argument
-from sampan.hapi.batches import check_labels_for_loss, check_specs, explain_failure, split_batch, to_device
+from sampan.hapi.batches import (check_labels_for_loss, check_specs, explain_failure, required_inputs, split_batch,
+                                 to_device)
 from sampan.hapi.metrics import MetricSet
 from sampan.profiler.phases import NO_CLOCK, PhaseClock
 from sampan.spec import InputSpec
@@ -103,9 +106,10 @@ class LoopState:
     def params(self) -> list[torch.Tensor]:
         return [p for g in self.optimizer.param_groups for p in g["params"]]
 
-    def split(self, batch: Any, with_labels: bool = True) -> tuple[list, list]:
+    def split(self, batch: Any, with_labels: bool = True, least_inputs: int = 1) -> tuple[list, list]:
         """The batch's inputs and labels, on the device."""
-        inputs, labels = split_batch(batch, self.n_inputs, self.n_labels, with_labels=with_labels)
+        inputs, labels = split_batch(batch, self.n_inputs, self.n_labels, with_labels=with_labels,
+                                     least_inputs=least_inputs)
         return to_device(inputs, self.device), to_device(labels, self.device) if with_labels else labels
 
     def compute_loss(self, outputs: Any, labels: list) -> torch.Tensor:
@@ -125,6 +129,15 @@ class StateField:
 
     def __set__(self, obj: Any, value: Any) -> None:
         setattr(obj._loop, self.field, value)
+
+
+def length(loader: Any) -> int | None:
+    """``len(loader)``, or None when it has none (a DataLoader over an ``IterableDataset`` without ``__len__``
+    has the method but raises ``TypeError``)."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None
 
 
 def clock_of(callbacks: Any) -> PhaseClock:
@@ -195,7 +208,7 @@ def train_step(state: LoopState, inputs: list, labels: list, *, step: int, sync:
 def train_epoch(state: LoopState, model: "Model", loader, cbks: "CallbackList", metrics: MetricSet, *,
                 max_steps: int, log_freq: int) -> dict:
     opt, precision, clock = state.optimizer, state.precision, state.clock
-    steps = len(loader) if hasattr(loader, "__len__") else None
+    steps = length(loader)
     accum, params = state.accumulate_steps, state.params()
     state.train_net.train()
     metrics.reset()
@@ -272,7 +285,14 @@ def predict_step(state: LoopState, inputs: list, step: int) -> list[torch.Tensor
     if step == 0:
         check_specs(state.inputs, inputs, "inputs")
     with state.precision.autocast():
-        outputs = state.eval_net(*inputs)
+        try:
+            outputs = state.eval_net(*inputs)
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except (RuntimeError, TypeError, IndexError) as exc:
+            if step:
+                raise
+            raise explain_failure(exc, "forward pass", inputs, [], step=0) from exc
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
     return [o.detach().float().cpu() if o.is_floating_point() else o.detach().cpu() for o in outputs]
 
@@ -281,10 +301,11 @@ def predict_step(state: LoopState, inputs: list, step: int) -> list[torch.Tensor
 def predict_loop(state: LoopState, loader, cbks: "CallbackList") -> list[list[torch.Tensor]]:
     state.eval_net.eval()
     collected: list[list[torch.Tensor]] = []
+    least = required_inputs(state.eval_net)  # (x1, x2) for forward(x1, x2) is two inputs, not an input and a label
     cbks.call("on_predict_begin", {})
     for step, batch in enumerate(loader):
         cbks.call("on_predict_batch_begin", step, {})
-        inputs, _ = state.split(batch, with_labels=False)
+        inputs, _ = state.split(batch, with_labels=False, least_inputs=least)
         collected.append(predict_step(state, inputs, step))
         cbks.call("on_predict_batch_end", step, {"batch_size": _batch_size(inputs)})
     cbks.call("on_predict_end", {})
@@ -312,14 +333,24 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     return (t.float() if t.is_floating_point() else t).cpu().numpy()
 
 
+_BATCH_TWINS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
 def _batch_metrics(metrics: Sequence[Any], outputs: Any, labels: list) -> list:
-    """Each metric's value on this batch alone (Paddle's ``Metric.update`` return value)."""
+    """Each metric's value on this batch alone (what Paddle's ``Metric.update`` returns); the batch is also added
+    to the metric itself, as in Paddle, so ``metric.accumulate()`` after a loop of ``train_batch`` calls covers
+    every batch since the last ``metric.reset()``. The batch value comes from a copy of the metric, reset."""
     values = []
-    out = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+    out, lab = (outputs[0] if isinstance(outputs, (tuple, list)) else outputs).detach(), labels[0].detach()
     for m in metrics:
-        m.reset()
-        m.update(out.detach(), labels[0].detach())
-        result = m.accumulate()
+        try:
+            twin = _BATCH_TWINS.get(m) or _BATCH_TWINS.setdefault(m, copy.deepcopy(m))
+        except TypeError:  # a metric that cannot be a dict key (it defines __eq__ alone): a new copy each time
+            twin = copy.deepcopy(m)
+        twin.reset()
+        twin.feed(out, lab)
+        m.feed(out, lab)
+        result = list(twin.results().values())
         values.append(result[0] if len(result) == 1 else result)
     return values
 

@@ -1,7 +1,10 @@
 """A set of metrics updated in chunks: batches are buffered and fed to torchmetrics at log steps.
 
 torchmetrics' per-call overhead dominates small batches; feeding it every
-``log_freq`` batches at once keeps ``fit`` close to a hand-written loop.
+``log_freq`` batches at once keeps ``fit`` close to a hand-written loop. The buffer
+holds at most :data:`MAX_BUFFERED` batches (an evaluation set never sits whole in
+device memory) and is fed early when a batch's shape differs from the buffered ones
+(variable-length sequences, ``[N, T, C]``).
 """
 from __future__ import annotations
 
@@ -11,6 +14,9 @@ import torch
 
 from sampan.errors import bad_argument
 from sampan.metric.base import Metric
+
+MAX_BUFFERED = 16
+"""Batches buffered before the metrics are fed, whatever ``log_freq``."""
 
 
 def as_metrics(metrics: Any) -> list[Metric]:
@@ -44,9 +50,14 @@ class MetricSet:
 
     def add(self, outputs: Any, labels: Sequence[Any]) -> None:
         if self.metrics and labels:
-            out = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+            out, lab = outputs[0] if isinstance(outputs, (tuple, list)) else outputs, labels[0]
+            if self._outputs and (out.shape[1:] != self._outputs[-1].shape[1:]
+                                  or lab.shape[1:] != self._labels[-1].shape[1:]):
+                self._flush()  # torch.cat needs equal shapes beyond the batch dimension
             self._outputs.append(out.detach())
-            self._labels.append(labels[0].detach())
+            self._labels.append(lab.detach())
+            if len(self._outputs) >= MAX_BUFFERED:
+                self._flush()
 
     def _flush(self) -> None:
         if self._outputs:
@@ -54,7 +65,7 @@ class MetricSet:
             self._outputs.clear()
             self._labels.clear()
             for m in self.metrics:
-                m.update(out, lab)
+                m.feed(out, lab)
 
     def results(self, scalars_only: bool = True) -> dict[str, Any]:
         self._flush()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from sampan.callbacks.base import Callback, CallbackList
 from sampan.callbacks.history import History
@@ -174,11 +174,17 @@ class Model:
         if not isinstance(data, Dataset) and not (hasattr(data, "__getitem__") and hasattr(data, "__len__")):
             raise TypeError(bad_argument(argument, data, "a torch Dataset or DataLoader",
                                          "wrap tensors with torch.utils.data.TensorDataset(x, y)"))
-        if hasattr(data, "__len__") and len(data) == 0:
+        if loop.length(data) == 0:
             raise ValueError(bad_argument(argument, data, "a dataset with at least one sample (len 0 received)",
                                           "check the split name and the data directory"))
         check_int("batch_size", batch_size)
         check_int("num_workers", num_workers, minimum=0)
+        if isinstance(data, IterableDataset):  # a stream has no order to shuffle and no index to shard
+            if self._strategy.world_size > 1:
+                raise ValueError(bad_argument(argument, data, "a map-style Dataset under distributed training "
+                                              "(each rank reads its own share by index)",
+                                              "shard the stream per rank yourself and pass a DataLoader"))
+            return DataLoader(data, batch_size=batch_size, drop_last=drop_last, num_workers=num_workers)
         return self._strategy.make_loader(data, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                                           num_workers=num_workers)
 
@@ -202,6 +208,9 @@ class Model:
 
         if not any(isinstance(c, Recorder) for c in items):
             items.extend(default_callbacks(log_freq))
+        # A checkpoint is written after every other callback's on_epoch_end (History, LRScheduler, EarlyStopping),
+        # whatever the order given: it must hold their state of that epoch for the resume to be exact.
+        items.sort(key=lambda c: isinstance(c, ModelCheckpoint))
         cbks = CallbackList(items)
         cbks.set_model(self)
         return cbks
@@ -229,7 +238,8 @@ class Model:
             save_dir, save_freq: write a checkpoint every ``save_freq`` epochs and ``final`` at the end.
             verbose: 0 silent, 1 progress bars, 2 one line per epoch.
             callbacks: one callback or a list; ProgressBar, TerminateOnNaN and History are added when absent.
-            num_iters: train this many steps in total, as Paddle does: it sets the number of epochs.
+            num_iters: train this many optimizer steps in total: it sets the number of epochs, as in Paddle.
+                With ``accumulate_grad_batches=N`` each step takes N batches (Paddle counts batches).
             resume: ``"auto"`` (the newest readable checkpoint in ``save_dir``, if any; truncated or
                 stray files are skipped with a warning) or a checkpoint path. ``epochs`` counts all
                 epochs, the checkpoint's included: resuming at epoch 3 with ``epochs=2`` trains nothing
@@ -246,8 +256,20 @@ class Model:
         check_int("log_freq", log_freq)
         if num_iters is not None:
             check_int("num_iters", num_iters)
+        prepared_accumulation = self._accumulate_steps
         if accumulate_grad_batches is not None:
             self._accumulate_steps = check_int("accumulate_grad_batches", accumulate_grad_batches)
+        try:
+            return self._fit(train_data, eval_data, batch_size=batch_size, epochs=epochs, eval_freq=eval_freq,
+                             log_freq=log_freq, save_dir=save_dir, save_freq=save_freq, verbose=verbose,
+                             drop_last=drop_last, shuffle=shuffle, num_workers=num_workers, callbacks=callbacks,
+                             num_iters=num_iters, resume=resume)
+        finally:
+            self._accumulate_steps = prepared_accumulation  # fit's argument holds for this fit only
+
+    def _fit(self, train_data: Any, eval_data: Any, *, batch_size: Any, epochs: int, eval_freq: int, log_freq: int,
+             save_dir: Any, save_freq: int, verbose: int, drop_last: bool, shuffle: bool, num_workers: int,
+             callbacks: Any, num_iters: int | None, resume: Any) -> History:
         train_bs, eval_bs = _batch_sizes(batch_size)
         train_loader = self._loader(train_data, "train_data", batch_size=train_bs, shuffle=shuffle,
                                     drop_last=drop_last, num_workers=num_workers)
@@ -255,8 +277,9 @@ class Model:
             eval_data, "eval_data", batch_size=eval_bs, shuffle=False, drop_last=False, num_workers=num_workers)
         if eval_data is not None:
             self._check_has_labels(eval_data, "eval_data")
-        if num_iters is not None and hasattr(train_loader, "__len__") and len(train_loader):
-            epochs = -(-num_iters * self._accumulate_steps // len(train_loader))  # Paddle: num_iters sets epochs
+        if num_iters is not None and loop.length(train_loader):
+            # Paddle: num_iters sets the epochs
+            epochs = -(-num_iters * self._accumulate_steps // loop.length(train_loader))
         cbks = self._callback_list(callbacks, verbose=verbose, log_freq=log_freq, save_dir=save_dir,
                                    save_freq=save_freq)
         self._callbacks = cbks
@@ -265,9 +288,10 @@ class Model:
         self.epoch = 0
         self._resume(resume, save_dir, epochs)  # sets self.epoch to the checkpoint's
         metrics = MetricSet(self._metrics)
-        smoke = loop.fast_dev_run(stacklevel=2)  # $SAMPAN_FAST_DEV_RUN (fit is wrapped: 2 frames up)
-        steps = min(len(train_loader), smoke) if hasattr(train_loader, "__len__") else None
-        eval_steps = min(len(eval_loader), smoke) if eval_loader is not None and hasattr(eval_loader, "__len__") else None
+        smoke = loop.fast_dev_run(stacklevel=3)  # $SAMPAN_FAST_DEV_RUN (the user: above _fit, fit, its wrapper)
+        steps = None if loop.length(train_loader) is None else min(loop.length(train_loader), smoke)
+        eval_steps = None if eval_loader is None or loop.length(eval_loader) is None else min(
+            loop.length(eval_loader), smoke)
         cbks.set_params({"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": train_bs,
                          "metrics": ["loss", *metrics.names()], "has_eval": eval_loader is not None,
                          "eval_steps": eval_steps, "in_fit": True})
@@ -282,8 +306,9 @@ class Model:
             self._strategy.set_epoch(train_loader, epoch)
             cbks.call("on_epoch_begin", epoch, {})
             start = self.global_step
+            batches = budget * self._accumulate_steps  # the budget counts optimizer steps; an epoch, batches
             logs = loop.train_epoch(self._loop, self, train_loader, cbks, metrics, log_freq=log_freq,
-                                    max_steps=int(min(budget, smoke if steps is None else steps)))
+                                    max_steps=int(min(batches, smoke if steps is None else steps)))
             budget -= self.global_step - start
             if eval_loader is not None and ((epoch + 1) % eval_freq == 0 or epoch + 1 == epochs):
                 eval_logs = loop.evaluate_loop(self._loop, eval_loader, cbks, metrics, max_steps=smoke)
@@ -311,7 +336,7 @@ class Model:
             warnings.warn(f"fit(epochs={epochs}, resume={str(resume)!r}) has nothing to train: the checkpoint "
                           f"{ckpt.checkpoint_file(path)} is already at epoch {self.epoch}, and `epochs` counts all "
                           f"epochs, those of the checkpoint included. HINT: pass epochs={self.epoch + epochs} to "
-                          f"train {epochs} more.", UserWarning, stacklevel=3)
+                          f"train {epochs} more.", UserWarning, stacklevel=5)  # the user, above fit
 
     def _check_has_labels(self, data: Any, argument: str) -> None:
         _guards.check_has_labels(data, argument, n_inputs=self._n_inputs, n_labels=self._n_labels,
@@ -332,14 +357,17 @@ class Model:
             {'loss': 0.31, 'acc': 0.91}
         """
         self._require_prepared("evaluate")
+        if num_iters is not None:
+            check_int("num_iters", num_iters)
         self._check_has_labels(eval_data, "eval_data")
         loader = self._loader(eval_data, "eval_data", batch_size=batch_size, shuffle=False, drop_last=False,
                               num_workers=num_workers)
         smoke = loop.fast_dev_run()
         max_steps = min(num_iters or loop.NO_LIMIT, smoke)
         cbks = self._callback_list(callbacks, verbose=verbose, log_freq=log_freq, save_dir=None, save_freq=1)
-        cbks.set_params({"verbose": verbose, "eval_steps": min(len(loader), max_steps) if hasattr(loader, "__len__")
-                         else None, "in_fit": False})
+        n_batches = loop.length(loader)
+        cbks.set_params({"verbose": verbose, "eval_steps": None if n_batches is None else min(n_batches, max_steps),
+                         "in_fit": False})
         return loop.evaluate_loop(self._loop, loader, cbks, MetricSet(self._metrics), max_steps=max_steps)
 
     def predict(self, test_data: Any, batch_size: int = 32, num_workers: int = 0, stack_outputs: bool = True,
@@ -355,7 +383,7 @@ class Model:
         loader = self._loader(test_data, "test_data", batch_size=batch_size, shuffle=False, drop_last=False,
                               num_workers=num_workers)
         cbks = self._callback_list(callbacks, verbose=verbose, log_freq=10, save_dir=None, save_freq=1)
-        cbks.set_params({"verbose": verbose, "predict_steps": len(loader) if hasattr(loader, "__len__") else None})
+        cbks.set_params({"verbose": verbose, "predict_steps": loop.length(loader)})
         self._remember_inputs(self._eval_net)
         batches = loop.predict_loop(self._loop, loader, cbks)
         per_output = list(zip(*batches))
@@ -516,8 +544,15 @@ class Model:
         target = str(ckpt.checkpoint_file(path))
         load_optimizer = self._optimizer is not None and payload.get("optimizer") and not reset_optimizer
         if load_optimizer:  # checked before anything is loaded, so an error leaves the model as it was
-            ckpt.load_weights(self.network, payload["model"], path=target, skip_mismatch=skip_mismatch,
-                              check_only=True)
+            skipped = ckpt.load_weights(self.network, payload["model"], path=target, skip_mismatch=skip_mismatch,
+                                        check_only=True)
+            if skipped:  # the saved moments belong to the skipped shapes: the next step would fail on them
+                warnings.warn(f"model.load({target!r}, skip_mismatch=True) skipped {len(skipped)} entries "
+                              f"({skipped[:5]}), so the checkpoint's optimizer state is not loaded: the optimizer "
+                              f"starts fresh. Pass reset_optimizer=True to say so and silence this.",
+                              UserWarning, stacklevel=2)
+                load_optimizer = False
+        if load_optimizer:
             _guards.check_optimizer_state(self._optimizer, payload["optimizer"], payload.get("optimizer_class"),
                                           path=target)
         ckpt.load_weights(self.network, payload["model"], path=target, skip_mismatch=skip_mismatch)

@@ -4,13 +4,16 @@ The number of classes is read from the first batch of logits (``[N, C]``, or
 ``[N, T, C]`` with the classes last as Paddle has them), so ``Accuracy()`` works
 without being told ``num_classes``. Labels may be class indices (``[N]``,
 ``[N, 1]``, ``[N, T, 1]``) or one-hot rows shaped like the outputs. A single
-column (``[N]`` or ``[N, 1]``) means a binary task: values in [0, 1] are
-probabilities, others logits (a sigmoid is applied), and a probability of exactly
-0.5 counts as positive, as in Paddle (torchmetrics alone would count it negative).
+column (``[N]`` or ``[N, 1]``) means a binary task: probabilities, or logits (a
+sigmoid is applied). ``from_logits=None`` guesses once per run, on the first batch
+(values outside [0, 1] are logits), and reads every later batch the same way;
+``from_logits=True``/``False`` says it. A probability of exactly 0.5 counts as
+positive, as in Paddle (torchmetrics alone would count it negative).
 Like Paddle's, ``update`` also takes NumPy arrays.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal, Sequence
 
 import torch
@@ -74,20 +77,64 @@ def flatten_pair(outputs: Any, labels: Any) -> tuple[torch.Tensor, torch.Tensor]
     return outputs.float(), labels.long()
 
 
-def binary_probabilities(outputs: torch.Tensor) -> torch.Tensor:
-    """Values in [0, 1] are probabilities; anything else is a logit and goes through a sigmoid."""
-    if outputs.numel() and (outputs.min() < 0 or outputs.max() > 1):
-        return outputs.sigmoid()
-    return outputs
+def looks_like_logits(outputs: torch.Tensor) -> bool:
+    """Values outside [0, 1] cannot be probabilities."""
+    return bool(outputs.numel() and (outputs.min() < 0 or outputs.max() > 1))
 
 
-class _TorchMetric(Metric):
+def _check_from_logits(from_logits: Any) -> None:
+    if from_logits is not None and not isinstance(from_logits, bool):
+        raise ValueError(bad_argument("from_logits", from_logits, "True, False or None (guess on the first batch)"))
+
+
+class _BinaryScores:
+    """Reads single-column outputs as probabilities or logits, decided once per run: a guess made batch by batch
+    would read the same network's outputs two ways (a batch of small logits looks like probabilities)."""
+
+    from_logits: bool | None = None
+    _logits: bool | None = None
+    _contradicted = False
+
+    def _probabilities(self, outputs: torch.Tensor) -> torch.Tensor:
+        if self._logits is None:
+            self._logits = self.from_logits if self.from_logits is not None else looks_like_logits(outputs)
+        elif not self._logits and self.from_logits is None and not self._contradicted and looks_like_logits(outputs):
+            self._contradicted = True
+            warnings.warn(f"{type(self).__name__}: the first batch's outputs were all in [0, 1] and were read as "
+                          f"probabilities, but this batch holds values outside [0, 1] (logits?). HINT: pass "
+                          f"{type(self).__name__}(from_logits=True) for logits, or apply a sigmoid in the network.",
+                          UserWarning, stacklevel=3)
+        return outputs.sigmoid() if self._logits else outputs
+
+    def _forget_scores(self) -> None:
+        self._logits, self._contradicted = None, False
+
+
+def _check_labels(labels: torch.Tensor, classes: int, owner: str) -> None:
+    """Class indices in ``[0, classes)``; torch would fail later with a message about shapes, or count nothing."""
+    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= max(classes, 2)):
+        raise ValueError(f"{owner}: expected class labels in [0, {max(classes, 2) - 1}] for outputs with "
+                         f"{classes} {'column' if classes == 1 else 'columns'}. Received labels from "
+                         f"{int(labels.min())} to {int(labels.max())}. HINT: number the classes from 0 "
+                         f"(subtract 1 from 1-based labels), or give the network one output per class.")
+
+
+def _check_columns(outputs: torch.Tensor, num_classes: int | None, owner: str) -> None:
+    if num_classes is not None and _num_classes(outputs) not in (num_classes, 1):
+        raise ValueError(bad_argument("num_classes", num_classes, f"the outputs' last dimension "
+                                      f"({_num_classes(outputs)}) for {owner}",
+                                      "leave num_classes=None to read it from the outputs"))
+
+
+class _TorchMetric(_BinaryScores, Metric):
     """Builds one torchmetrics object per reported value on the first ``update``."""
 
-    def __init__(self, name: str | None, num_classes: int | None):
+    def __init__(self, name: str | None, num_classes: int | None, from_logits: bool | None = None):
         _check_num_classes(num_classes)
+        _check_from_logits(from_logits)
         self._name = name
         self.num_classes = num_classes
+        self.from_logits = from_logits
         self._metrics: list[Any] | None = None
         self._device = torch.device("cpu")
         self._seen = 0
@@ -103,11 +150,13 @@ class _TorchMetric(Metric):
 
     def update(self, outputs: Any, labels: Any) -> None:
         outputs, labels = flatten_pair(outputs, labels)
+        _check_columns(outputs, self.num_classes, type(self).__name__)
+        _check_labels(labels, _num_classes(outputs), type(self).__name__)
         if self._metrics is None:
             classes = self.num_classes or _num_classes(outputs)
             self._metrics = [m.to(outputs.device) for m in self._build(classes)]
         if outputs.ndim == 1:  # binary: 0.5 is positive, as in Paddle (np.floor(p + 0.5))
-            outputs = (binary_probabilities(outputs) >= 0.5).long()
+            outputs = (self._probabilities(outputs) >= 0.5).long()
         for m in self._metrics:
             m.update(outputs, labels.to(outputs.device))
         self._seen += labels.numel()
@@ -123,12 +172,13 @@ class _TorchMetric(Metric):
 
     def reset(self) -> None:
         self._seen = 0
+        self._forget_scores()
         if self._metrics is not None:
             for m in self._metrics:
                 m.reset()
 
 
-class Accuracy(Metric):
+class Accuracy(_BinaryScores, Metric):
     """Top-k accuracy (``paddle.metric.Accuracy``): the share of rows whose label is among the k highest scores.
 
     Counted here rather than through torchmetrics (whose ``MulticlassAccuracy(average="micro", top_k=k)`` it
@@ -141,6 +191,8 @@ class Accuracy(Metric):
         topk: one k or several, e.g. ``(1, 5)``.
         name: base name; defaults to ``"acc"`` (``"acc_top1"``, ``"acc_top5"`` when several k).
         num_classes: defaults to the logits' last dimension.
+        from_logits: for one output column: True (logits), False (probabilities), None (guessed on the
+            first batch of a run).
 
     Example:
         >>> m = Accuracy(topk=(1, 2))
@@ -149,12 +201,14 @@ class Accuracy(Metric):
         {'acc_top1': 0.5, 'acc_top2': 1.0}
     """
 
-    def __init__(self, topk: int | Sequence[int] = (1,), name: str | None = None, num_classes: int | None = None):
+    def __init__(self, topk: int | Sequence[int] = (1,), name: str | None = None, num_classes: int | None = None,
+                 from_logits: bool | None = None):
         ks = (topk,) if isinstance(topk, int) else tuple(topk)
         if not ks or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in ks):
             raise ValueError(bad_argument("topk", topk, "a positive int or a tuple of them", "write topk=(1, 5)"))
         _check_num_classes(num_classes)
-        self.topk, self._name, self.num_classes = ks, name, num_classes
+        _check_from_logits(from_logits)
+        self.topk, self._name, self.num_classes, self.from_logits = ks, name, num_classes, from_logits
         self._counts: torch.Tensor | None = None  # hits per k, then rows seen
 
     def names(self) -> list[str]:
@@ -164,10 +218,12 @@ class Accuracy(Metric):
     def update(self, outputs: Any, labels: Any) -> None:
         outputs, labels = flatten_pair(outputs, labels)
         labels = labels.to(outputs.device)
+        _check_columns(outputs, self.num_classes, "Accuracy")
+        _check_labels(labels, _num_classes(outputs), "Accuracy")
         if outputs.ndim == 1:
             if self.topk != (1,):
                 raise ValueError(bad_argument("topk", self.topk, "(1,) for a binary (single logit) output"))
-            hits = [((binary_probabilities(outputs) >= 0.5).long() == labels).sum()]
+            hits = [((self._probabilities(outputs) >= 0.5).long() == labels).sum()]
         else:
             classes = self.num_classes or int(outputs.shape[-1])
             if any(k > classes for k in self.topk):
@@ -193,6 +249,7 @@ class Accuracy(Metric):
 
     def reset(self) -> None:
         self._counts = None
+        self._forget_scores()
 
 
 class _Averaged(_TorchMetric):
@@ -200,10 +257,11 @@ class _Averaged(_TorchMetric):
     _multiclass: str
     _default_name: str
 
-    def __init__(self, average: Average = "macro", name: str | None = None, num_classes: int | None = None):
+    def __init__(self, average: Average = "macro", name: str | None = None, num_classes: int | None = None,
+                 from_logits: bool | None = None):
         if average not in ("micro", "macro", "weighted"):
             raise ValueError(bad_argument("average", average, "'micro', 'macro' or 'weighted'"))
-        super().__init__(name, num_classes)
+        super().__init__(name, num_classes, from_logits)
         self.average = average
 
     def names(self) -> list[str]:
@@ -252,8 +310,12 @@ class ConfusionMatrix(_TorchMetric):
 
     scalar = False
 
-    def __init__(self, name: str | None = None, num_classes: int | None = None, normalize: str | None = None):
-        super().__init__(name, num_classes)
+    def __init__(self, name: str | None = None, num_classes: int | None = None, normalize: str | None = None,
+                 from_logits: bool | None = None):
+        if normalize not in (None, "true", "pred", "all", "none"):
+            raise ValueError(bad_argument("normalize", normalize, "None, 'true' (rows), 'pred' (columns) or 'all'",
+                                          "write normalize='true' for each true class's shares"))
+        super().__init__(name, num_classes, from_logits)
         self.normalize = normalize
 
     def names(self) -> list[str]:
@@ -286,12 +348,13 @@ class Auc(_TorchMetric):
         1.0
     """
 
-    def __init__(self, curve: Literal["ROC", "PR"] = "ROC", num_thresholds: int | None = 4095, name: str | None = None):
+    def __init__(self, curve: Literal["ROC", "PR"] = "ROC", num_thresholds: int | None = 4095, name: str | None = None,
+                 from_logits: bool | None = None):
         if curve not in ("ROC", "PR"):
             raise ValueError(bad_argument("curve", curve, "'ROC' or 'PR'"))
         if num_thresholds is not None and (not isinstance(num_thresholds, int) or num_thresholds < 2):
             raise ValueError(bad_argument("num_thresholds", num_thresholds, "an int >= 2, or None for the exact area"))
-        super().__init__(name, None)
+        super().__init__(name, None, from_logits)
         self.curve, self.num_thresholds = curve, num_thresholds
 
     def names(self) -> list[str]:
@@ -308,7 +371,7 @@ class Auc(_TorchMetric):
                 outputs.sum(-1), torch.ones(len(outputs), device=outputs.device), atol=1e-3)
             scores = outputs[:, 1] if rows_are_probabilities else outputs.softmax(-1)[:, 1]
         elif outputs.ndim == 1 or (outputs.ndim == 2 and outputs.shape[-1] == 1):
-            scores = binary_probabilities(outputs.reshape(-1))
+            scores = self._probabilities(outputs.reshape(-1))
         else:
             raise ValueError(f"Auc is binary: expected outputs of shape [N, 2] (Paddle's layout) or [N] / [N, 1]. "
                              f"Received outputs of shape {list(outputs.shape)}. HINT: for several classes use "

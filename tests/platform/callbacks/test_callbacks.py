@@ -1,6 +1,7 @@
 """Each built-in callback's behaviour inside a real fit."""
 import csv
 import math
+import warnings
 
 import pytest
 import torch
@@ -151,3 +152,48 @@ def test_history_keeps_step_losses_and_converts_to_a_dataframe(blobs, mlp):
     assert len(h.steps) == 6 and all(isinstance(v, float) for v in h.steps)
     df = h.to_dataframe()
     assert list(df.index) == [0, 1] and "loss" in df.columns
+
+
+def test_reduce_on_plateau_with_eval_freq_watches_the_evaluation_only(blobs, mlp):
+    """Epochs without evaluation leave ReduceLROnPlateau alone; the training loss never stands in for eval_loss."""
+    net = mlp()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)
+    seen = []
+
+    class Watch(Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(("eval_loss" in logs, opt.param_groups[0]["lr"]))
+
+    model = prepared(net, opt=opt)
+    model.fit(blobs[0], blobs[1], epochs=4, eval_freq=2, verbose=0, callbacks=[LRScheduler(plateau), Watch()])
+    assert [has for has, _ in seen] == [False, True, False, True]
+    assert plateau.last_epoch == 2  # stepped on epochs 2 and 4 only
+    assert seen[0][1] == 0.1  # epoch 1: no evaluation, no step (the training loss went to it before)
+
+
+def test_history_keeps_one_entry_per_epoch_with_eval_freq(blobs, mlp):
+    history = prepared(mlp()).fit(blobs[0], blobs[1], epochs=3, eval_freq=2, verbose=0)
+    assert len(history["loss"]) == len(history["eval_loss"]) == 3
+    assert math.isnan(history["eval_loss"][0]) and not math.isnan(history["eval_loss"][1])
+    frame = history.to_dataframe()
+    assert list(frame.index) == [0, 1, 2] and frame["eval_acc"].isna().tolist() == [True, False, False]
+
+
+def test_monitor_missing_on_an_epoch_without_evaluation_is_not_a_warning(blobs, mlp):
+    stop = EarlyStopping(monitor="eval_loss", patience=5, verbose=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prepared(mlp()).fit(blobs[0], blobs[1], epochs=3, eval_freq=2, verbose=0, callbacks=[stop])
+    assert stop.best_epoch in (1, 2)
+    with pytest.warns(UserWarning, match=r"`monitor`='eval_los' is not in the logs.*HINT: monitor one of those"):
+        prepared(mlp()).fit(blobs[0], blobs[1], epochs=1, verbose=0, callbacks=[EarlyStopping(monitor="eval_los")])
+
+
+def test_model_checkpoint_best_starts_afresh_in_a_new_fit(blobs, mlp, tmp_path):
+    best = ModelCheckpoint(tmp_path, monitor="eval_acc", save_best_only=True)
+    prepared(mlp(seed=0)).fit(blobs[0], blobs[1], epochs=3, verbose=0, callbacks=[best])
+    first = (tmp_path / "best.pt").stat().st_mtime_ns
+    prepared(mlp(seed=1), lr=0.0).fit(blobs[0], blobs[1], epochs=1, verbose=0, callbacks=[best])
+    assert (tmp_path / "best.pt").stat().st_mtime_ns != first  # the new run's first epoch is its best so far
+

@@ -30,7 +30,11 @@ def test_visualdl_writes_train_epoch_and_eval_scalars(blobs, mlp, tmp_path, one_
 
     model.evaluate(val, verbose=0, callbacks=[VisualDL(tmp_path / "standalone")])
     standalone = read_scalars(tmp_path / "standalone")
-    assert set(standalone) == {"eval/loss", "eval/acc"} and standalone["eval/acc"][0][0] == 1
+    assert set(standalone) == {"evaluate/loss", "evaluate/acc"} and standalone["evaluate/acc"][0][0] == 1
+    # into fit's folder: its own curve, so fit's eval/acc keeps one point per epoch (steps 1, 2 were overlaid)
+    model.evaluate(val, verbose=0, callbacks=[VisualDL(tmp_path / "vdl")])
+    together = read_scalars(tmp_path / "vdl")
+    assert [s for s, _ in together["eval/acc"]] == [1, 2] and [s for s, _ in together["evaluate/acc"]] == [1]
 
 
 def test_visualdl_log_freq_and_bad_value(tmp_path):

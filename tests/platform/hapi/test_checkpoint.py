@@ -160,7 +160,7 @@ def test_resume_auto_skips_a_truncated_newest_checkpoint_and_a_stray_file(blobs,
     with pytest.warns(RuntimeWarning, match=r"skipped 2 unreadable file\(s\).*notes\.pt \(.*is not a checkpoint.*"
                                             r"2\.pt \(.*corrupt or truncated.*Resuming from 1\.pt \(epoch 1\)"):
         history = resumed.fit(blobs[0], epochs=3, verbose=0, save_dir=tmp_path, resume="auto")
-    assert history.epoch == [1, 2] and resumed.epoch == 3
+    assert history.epoch == [0, 1, 2] and resumed.epoch == 3  # epoch 0 from 1.pt, as a straight run
 
 
 def test_resume_auto_with_only_unreadable_files_says_so(blobs, mlp, tmp_path):
@@ -196,6 +196,9 @@ def test_fit_says_when_the_checkpoint_is_already_past_epochs(blobs, mlp, tmp_pat
                                          r"is already at epoch 3, and `epochs` counts all epochs.*HINT: pass epochs=5"):
         again.fit(blobs[0], epochs=2, verbose=0, save_dir=tmp_path, resume="auto")
     assert again.epoch == 3 and again.global_step == model.global_step
+    with pytest.warns(UserWarning, match="nothing to train") as caught:
+        again.fit(blobs[0], epochs=2, verbose=0, save_dir=tmp_path, resume="auto")
+    assert caught[0].filename == __file__  # the warning names the line that called fit
 
 
 def test_files_that_are_not_checkpoints_never_get_the_advice_to_load_unsafely(tmp_path):

@@ -11,6 +11,7 @@ given, so a plain ``auto_cast()`` is exactly ``torch.autocast``.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any, Iterable, Iterator, Literal
 
 import torch
@@ -22,6 +23,18 @@ Level = Literal["O0", "O1", "O2"]
 _DTYPES = {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
            "half": torch.float16}
 _ALIASES = {"__matmul__": "matmul", "__rmatmul__": "matmul"}
+# Paddle's op names (as in paddle.amp's lists) -> the torch function names auto_cast sees; Paddle's
+# Linear layers run matmul_v2, so that name covers torch's linear too
+_PADDLE_OPS = {
+    "matmul_v2": ("matmul", "linear"), "fc": ("linear",), "elementwise_add": ("add",),
+    "elementwise_sub": ("sub",), "elementwise_mul": ("mul",), "elementwise_div": ("div",),
+    "elementwise_pow": ("pow",), "elementwise_max": ("maximum",), "elementwise_min": ("minimum",),
+    "reduce_sum": ("sum",), "reduce_mean": ("mean",), "reduce_max": ("amax",), "reduce_min": ("amin",),
+    "reduce_prod": ("prod",), "lookup_table": ("embedding",), "lookup_table_v2": ("embedding",),
+    "depthwise_conv2d": ("conv2d",), "conv2d_transpose": ("conv_transpose2d",),
+    "softmax_with_cross_entropy": ("cross_entropy",), "c_softmax_with_cross_entropy": ("cross_entropy",),
+    "sigmoid_cross_entropy_with_logits": ("binary_cross_entropy_with_logits",),
+}
 
 
 def as_dtype(dtype: Any) -> torch.dtype:
@@ -121,24 +134,49 @@ class _ModuleBlackList:
         return False
 
 
+def _is_torch_op(name: str) -> bool:
+    """True for a name ``auto_cast`` can meet: a function of ``torch`` / ``torch.nn.functional`` or a Tensor method."""
+    return any(callable(getattr(space, name, None)) for space in (torch, torch.nn.functional, torch.Tensor))
+
+
+def _ops(name: str, unknown: list[str]) -> tuple[str, ...]:
+    """The torch op names for ``name`` (itself, or what Paddle's name maps to); none, noted in ``unknown``, else."""
+    name = _ALIASES.get(name, name)
+    if _is_torch_op(name):
+        return (name,)
+    if name not in _PADDLE_OPS:
+        unknown.append(name)
+    return _PADDLE_OPS.get(name, ())
+
+
 def _split(entries: Iterable | None, argument: str) -> tuple[set[str], list]:
-    """Splits a list into op names (lower-case names of torch functions) and module matchers."""
+    """Splits a list into op names (lower-case names of torch functions) and module matchers.
+
+    Paddle's op names (``"matmul_v2"``, ``"elementwise_add"``) become torch's; a name that is neither
+    is dropped with a ``UserWarning`` naming it, since no op would ever match it.
+    """
     ops: set[str] = set()
     modules: list = []
     if entries is None:
         return ops, modules
     if isinstance(entries, (str, type, torch.nn.Module)):
         entries = [entries]
+    unknown: list[str] = []
     for entry in entries:
         if isinstance(entry, str) and entry[:1].isupper():
             modules.append(entry)  # a class name such as "LayerNorm"
         elif isinstance(entry, str):
-            ops.add(_ALIASES.get(entry, entry))
+            ops.update(_ops(entry, unknown))
         elif isinstance(entry, torch.nn.Module) or isinstance(entry, type) and issubclass(entry, torch.nn.Module):
             modules.append(entry)
         else:
             raise TypeError(bad_argument(argument, entry, "op names ('matmul', 'softmax'), module class names "
                                          "('LayerNorm'), nn.Module classes or module objects"))
+    if unknown:
+        warnings.warn(f"auto_cast ignores {unknown} in `{argument}`: neither a torch op name (a function of "
+                      "torch or torch.nn.functional, or a Tensor method, e.g. 'linear', 'matmul', 'softmax') "
+                      f"nor a Paddle op name it maps (e.g. 'matmul_v2', 'elementwise_add'). HINT: check the "
+                      "spelling, or name the module class instead (e.g. 'LayerNorm').", UserWarning, stacklevel=4)
     return ops, modules
 
 
@@ -153,6 +191,11 @@ def auto_cast(enable: bool = True, custom_white_list: Iterable | None = None,
         custom_white_list: op names (``"softmax"``) to run in ``dtype`` although autocast keeps them in fp32.
         custom_black_list: op names (``"matmul"``, ``"linear"``, ``"conv2d"``) or modules (a class such as
             ``torch.nn.LayerNorm``, its name ``"LayerNorm"``, or a module object) to keep in fp32.
+            In both lists op names are torch's (``torch.*`` / ``torch.nn.functional.*`` / Tensor methods);
+            Paddle's common names are mapped (``"matmul_v2"`` -> ``"matmul"`` and ``"linear"``, as Paddle's
+            Linear runs matmul_v2; ``"elementwise_add"`` -> ``"add"``; ``"reduce_mean"`` -> ``"mean"``;
+            ``"lookup_table_v2"`` -> ``"embedding"`` ...), and a name that is neither is ignored with a
+            ``UserWarning``.
         level: ``"O1"`` (autocast chooses per op), ``"O2"`` (the same casting for parameters made half by
             :func:`decorate`), ``"O0"`` (off).
         dtype: ``"bfloat16"`` (CPU and CUDA) or ``"float16"`` (CUDA; CPU float16 autocast is slow).

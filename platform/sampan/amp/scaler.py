@@ -4,8 +4,11 @@
 layers stay fp32) and points the optimizer at fp32 *master* copies: the
 optimizer updates the fp32 copies, which are copied back into the half
 parameters after each step, so small updates are not lost to rounding.
-:class:`GradScaler` moves the half gradients onto the masters before it
-unscales, so ``scaler.step(optimizer)`` works unchanged after ``decorate``.
+Step hooks on the optimizer move the half gradients onto the masters before
+``optimizer.step()`` and copy the masters back after it, so a plain
+``optimizer.step()`` trains (Paddle's bf16 O2 recipe, no scaler).
+:class:`GradScaler` moves the gradients itself before it unscales (the hooks
+then find nothing left to move), so ``scaler.step(optimizer)`` works unchanged.
 """
 from __future__ import annotations
 
@@ -80,7 +83,8 @@ class GradScaler(torch.amp.GradScaler):
 
 
 def master_grads_from_model(optimizer: torch.optim.Optimizer) -> None:
-    """After ``decorate``: moves each half parameter's gradient onto its fp32 master (once per step)."""
+    """After ``decorate``: moves each half parameter's gradient onto its fp32 master (once per step: a second
+    call finds no half gradient left and changes nothing)."""
     pairs = getattr(optimizer, _MASTERS, None)
     if not pairs:
         return
@@ -114,6 +118,18 @@ def _attach_masters(optimizer: torch.optim.Optimizer, network: torch.nn.Module) 
                 group["params"][i] = master
                 pairs.append((p, master))
     setattr(optimizer, _MASTERS, pairs)
+    # once per optimizer, however many networks (a copied optimizer has lost torch's hooks: add them again)
+    if pairs and _before_step not in optimizer._optimizer_step_pre_hooks.values():
+        optimizer.register_step_pre_hook(_before_step)
+        optimizer.register_step_post_hook(_after_step)
+
+
+def _before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    master_grads_from_model(optimizer)
+
+
+def _after_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    model_from_masters(optimizer)
 
 
 def master_state(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
@@ -136,8 +152,11 @@ def decorate(models: Any, optimizers: Any = None, level: str = "O2", dtype: Any 
     """Casts parameters to half precision for O2 training (``paddle.amp.decorate``).
 
     Normalisation layers keep fp32 parameters. With an optimizer and ``master_weight`` (the default),
-    the optimizer steps fp32 master copies; use :class:`GradScaler` (or ``Model.prepare(amp=...)``),
-    which copies gradients and weights between them.
+    the optimizer steps fp32 master copies: its step hooks move the half gradients onto them before
+    each ``optimizer.step()`` and copy the updated weights back after it, so bfloat16 trains with a
+    plain ``optimizer.step()`` as in Paddle. For float16 step through :class:`GradScaler` (or
+    ``Model.prepare(amp=...)``); ``torch.amp.GradScaler`` would unscale the masters before their
+    gradients arrive.
 
     Args:
         models: an ``nn.Module`` or a list of them.

@@ -119,7 +119,8 @@ def dataset_info(name: str) -> DatasetInfo:
 
 
 def load_dataset(
-    name: str, split: str = "train", transform: Callable | None = None, *, download: bool = False, **options: Any
+    name: str, split: str = "train", transform: Callable | None = None, *, download: bool = False,
+    mode: str | None = None, **options: Any
 ) -> Dataset:
     """Loads one split of a catalog dataset as an in-memory ``torch.utils.data.Dataset``.
 
@@ -133,6 +134,7 @@ def load_dataset(
         split: ``"train"``, ``"val"`` or ``"test"`` (see ``dataset_info(name).splits``).
         transform: called on each image tensor (float32 ``[C, H, W]`` in ``[0, 1]``) or text.
         download: let torchvision fetch missing files (needs the internet); ignored for shipped data.
+        mode: Paddle's name for ``split`` (``paddle.vision.datasets.MNIST(mode="test")``); give one of the two.
         **options: per-dataset options, e.g. ``size=28`` for ``digits``.
 
     Returns:
@@ -151,9 +153,17 @@ def load_dataset(
         (torch.Size([1, 28, 28]), torch.int64, 1257)
     """
     info = dataset_info(name)
+    argument = "split"
+    if mode is not None:
+        if split != "train" and split != mode:
+            raise ValueError(bad_argument(
+                "mode", mode, f"the same as split={split!r} (mode is Paddle's name for split)", "pass only split"
+            ))
+        argument, split = "mode", mode
     if not isinstance(split, str) or split not in info.splits:
         raise ValueError(bad_argument(
-            "split", split, f"one of {list(info.splits)} for {info.name!r}", f"pass split={next(iter(info.splits))!r}"
+            argument, split, f"one of {list(info.splits)} for {info.name!r}",
+            f"pass {argument}={next(iter(info.splits))!r}"
         ))
     if transform is not None and not callable(transform):
         example = "sampan.vision.transforms.Resize(28)" if info.kind == "image" else "str.lower"

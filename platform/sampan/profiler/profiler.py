@@ -12,7 +12,7 @@ import torch
 from torch.profiler import ProfilerActivity
 
 from sampan.callbacks.base import Callback
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, check_int
 
 SortKey = Literal["cpu_total", "self_cpu_total", "device_total", "self_device_total", "count", "cpu_memory",
                   "device_memory"]
@@ -21,13 +21,23 @@ _SORT_ATTRS = {"cpu_total": "cpu_time_total", "self_cpu_total": "self_cpu_time_t
                "count": "count", "cpu_memory": "self_cpu_memory_usage", "device_memory": "self_device_memory_usage"}
 
 
-def make_scheduler(*, closed: int = 0, ready: int = 1, record: int = 1, repeat: int = 1, skip_first: int = 0):
+def make_scheduler(*, closed: int = 0, ready: int = 1, record: int = 1, repeat: int = 0, skip_first: int = 0):
     """``paddle.profiler.make_scheduler`` on ``torch.profiler.schedule(wait, warmup, active, repeat, skip_first)``.
 
+    After ``skip_first`` steps, each cycle is ``closed`` steps off, ``ready`` steps warming up and ``record``
+    steps recorded (``on_trace_ready`` runs after the last). As in Paddle, ``repeat=0`` (the default; any
+    ``repeat <= 0``) repeats the cycle until the profiler stops, and ``repeat=n`` records ``n`` windows.
+
     Example:
-        >>> sched = make_scheduler(closed=1, ready=1, record=3)
+        >>> sched = make_scheduler(closed=1, ready=1, record=3, repeat=1)   # one window: steps 2 to 4
     """
-    return torch.profiler.schedule(wait=closed, warmup=ready, active=record, repeat=repeat, skip_first=skip_first)
+    for name, value, least in (("closed", closed, 0), ("ready", ready, 0), ("record", record, 1),
+                               ("skip_first", skip_first, 0)):
+        check_int(name, value, minimum=least)
+    if isinstance(repeat, bool) or not isinstance(repeat, int):
+        raise ValueError(bad_argument("repeat", repeat, "an int (0: repeat until the profiler stops)"))
+    return torch.profiler.schedule(wait=closed, warmup=ready, active=record, repeat=max(repeat, 0),
+                                   skip_first=skip_first)
 
 
 def export_chrome_tracing(dir_name: str | os.PathLike, worker_name: str | None = None) -> Callable[[Any], None]:
@@ -43,7 +53,8 @@ def export_chrome_tracing(dir_name: str | os.PathLike, worker_name: str | None =
 def _schedule(scheduler: Any) -> Callable | None:
     if scheduler is None or callable(scheduler):
         return scheduler
-    if (isinstance(scheduler, (tuple, list)) and len(scheduler) == 2 and all(isinstance(v, int) for v in scheduler)
+    if (isinstance(scheduler, (tuple, list)) and len(scheduler) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in scheduler)
             and 0 <= scheduler[0] < scheduler[1]):
         start, end = scheduler
         warmup = 1 if start > 0 else 0
@@ -54,14 +65,17 @@ def _schedule(scheduler: Any) -> Callable | None:
                                   "0 <= start < end, or make_scheduler(...)", "e.g. scheduler=(2, 5)"))
 
 
-def _activities(targets: Sequence[str] | None) -> list:
+def _activities(targets: str | Sequence[str] | None) -> list:
     if targets is None:
         targets = ["cpu", "gpu"] if torch.cuda.is_available() else ["cpu"]
+    chosen = [targets] if isinstance(targets, str) else list(targets)
     known = {"cpu": ProfilerActivity.CPU, "gpu": ProfilerActivity.CUDA, "cuda": ProfilerActivity.CUDA}
-    bad = [t for t in targets if t not in known]
-    if bad:
-        raise ValueError(bad_argument("targets", list(targets), 'a list of "cpu" and "gpu"'))
-    return sorted({known[t] for t in targets}, key=str)
+    if not chosen or any(t not in known for t in chosen):
+        raise ValueError(bad_argument("targets", targets, '"cpu", "gpu" or a list of them', 'e.g. targets=["cpu"]'))
+    if any(known[t] == ProfilerActivity.CUDA for t in chosen) and not torch.cuda.is_available():
+        raise ValueError(bad_argument("targets", targets, '"cpu" only: this machine has no CUDA device',
+                                      'pass targets=["cpu"], or leave targets out to profile what there is'))
+    return sorted({known[t] for t in chosen}, key=str)
 
 
 def _memory_now() -> dict:
@@ -77,7 +91,7 @@ class Profiler:
     """Profiles steps with ``torch.profiler.profile``; mirrors ``paddle.profiler.Profiler``.
 
     Args:
-        targets: ``["cpu"]``, ``["cpu", "gpu"]``; default: every available one.
+        targets: ``"cpu"``, ``["cpu", "gpu"]`` (``"gpu"`` needs CUDA); default: every available one.
         scheduler: None (record every step between start and stop), ``(start, end)`` steps to record, or
             :func:`make_scheduler` / ``torch.profiler.schedule``.
         on_trace_ready: called with the torch profile after each recorded window (e.g.
@@ -95,7 +109,7 @@ class Profiler:
         'aten::mm'
     """
 
-    def __init__(self, *, targets: Sequence[str] | None = None, scheduler: Any = None,
+    def __init__(self, *, targets: str | Sequence[str] | None = None, scheduler: Any = None,
                  on_trace_ready: Callable[[Any], None] | None = None, record_shapes: bool = False,
                  profile_memory: bool = False, with_stack: bool = False, timer_only: bool = False) -> None:
         self._activities = _activities(targets)
@@ -171,12 +185,13 @@ class Profiler:
         Args:
             sorted_by: one of ``cpu_total``, ``self_cpu_total``, ``device_total``, ``self_device_total``,
                 ``count``, ``cpu_memory``, ``device_memory``.
-            row_limit: rows returned (0: all).
+            row_limit: rows returned (0: all); an int >= 0.
             print_table: also print a Markdown table.
             prefix: keep only operators whose name starts with it (``"aten::"``, ``"sampan::"``).
         """
         if sorted_by not in _SORT_ATTRS:
             raise ValueError(bad_argument("sorted_by", sorted_by, f"one of {sorted(_SORT_ATTRS)}"))
+        check_int("row_limit", row_limit, minimum=0, fix="pass row_limit=0 for every row, or a positive count")
         rows = [self._row(e) for e in self.key_averages() if prefix is None or e.key.startswith(prefix)]
         rows.sort(key=lambda r: r[sorted_by], reverse=True)
         rows = rows[:row_limit] if row_limit else rows

@@ -36,6 +36,23 @@ def split_skip(skip: Iterable[Any] | None, model: nn.Module, *,
     return names, tuple(types)
 
 
+_INT8 = (torch.int8, torch.qint8, torch.quint8)
+
+
+def check_float_model(model: nn.Module) -> None:
+    """Refuses a model that holds int8 weights (``quantize_dynamic``, ``PTQ`` / ``QAT.convert``): pruning works on
+    the float weights of Conv / Linear layers, which quantized layers no longer have, so it would silently do
+    nothing. Prune first, then quantize (PaddleSlim's order too)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(bad_argument("model", model, "a torch.nn.Module"))
+    int8 = [k for k, t in model.state_dict().items() if isinstance(t, torch.Tensor) and t.dtype in _INT8]
+    if int8:
+        raise TypeError(bad_argument(
+            "model", f"<{type(model).__name__} with int8 weights {int8[:3]}>", "a float (unquantized) model",
+            "prune before quantizing: prune the float model, then quantize the pruned copy "
+            "(sampan.quantization.dequantize(model) gives a float copy of a quantize_dynamic model)"))
+
+
 def check_layer_name(argument: str, name: str, known: dict[str, nn.Module] | Sequence[str]) -> None:
     if name not in known:
         listed = [n for n in known if n][:12]

@@ -3,7 +3,9 @@
 A *group* is a set of producer layers (Conv2d / Linear) whose output channels must be pruned
 together: one layer alone, or several joined by a residual addition. Each group lists its
 *consumers*: BatchNorm layers, and the convolutions or linear layers that read those channels
-(through a flatten, each channel is ``factor`` consecutive features).
+(through a flatten, each channel is ``factor`` consecutive features). A group whose channels reach
+the model's output or an operation the pruner cannot shrink (``log_softmax``, ``cat``, ``* 2`` ...)
+is *blocked*, with the reason: it keeps its size and the other groups are still pruned.
 """
 from __future__ import annotations
 
@@ -19,14 +21,21 @@ from sampan.utils.modes import eval_mode
 
 _PASS_MODULES = (
     nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Tanh, nn.Hardswish, nn.Hardsigmoid,
-    nn.ELU, nn.Mish, nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Identity, nn.MaxPool1d, nn.MaxPool2d,
-    nn.AvgPool1d, nn.AvgPool2d, nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d,
+    nn.ELU, nn.Mish, nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Identity,
 )
 _PASS_FUNCTIONS = {
     torch.relu, torch.sigmoid, torch.tanh, torch.nn.functional.relu, torch.nn.functional.relu6,
     torch.nn.functional.gelu, torch.nn.functional.silu, torch.nn.functional.dropout,
-    torch.nn.functional.max_pool2d, torch.nn.functional.avg_pool2d, torch.nn.functional.adaptive_avg_pool2d,
     torch.nn.functional.leaky_relu, torch.nn.functional.hardswish,
+}
+# pools keep the channels when they pool other axes: how many trailing axes each pools
+_POOL_MODULES = {
+    nn.MaxPool1d: 1, nn.AvgPool1d: 1, nn.AdaptiveAvgPool1d: 1, nn.AdaptiveMaxPool1d: 1,
+    nn.MaxPool2d: 2, nn.AvgPool2d: 2, nn.AdaptiveAvgPool2d: 2, nn.AdaptiveMaxPool2d: 2,
+}
+_POOL_FUNCTIONS = {
+    torch.nn.functional.max_pool2d: 2, torch.nn.functional.avg_pool2d: 2,
+    torch.nn.functional.adaptive_avg_pool2d: 2, torch.nn.functional.adaptive_max_pool2d: 2,
 }
 _PASS_METHODS = {"relu", "relu_", "sigmoid", "tanh", "contiguous", "clone", "detach"}
 _ADD = {operator.add, operator.iadd, torch.add}
@@ -101,12 +110,13 @@ class _Analysis:
     def consume(self, chan: _Chan, layer: str, kind: str) -> None:
         self.groups[self.find(chan.group)].consumers.append((layer, kind, chan.factor))
 
-    def unsupported(self, node: torch.fx.Node, chan: _Chan, what: str) -> None:
-        group = self.groups[self.find(chan.group)]
-        raise StructureError(
-            f"Cannot structurally prune: {what} (fx node `{node.name}`) consumes the output channels of "
-            f"{group.producers} and structured pruning does not know how to shrink it. "
-            f"HINT: keep those layers whole with skip={group.producers!r}, or use structured=False.")
+    def unsupported(self, node: torch.fx.Node, chans: list[_Chan], what: str) -> None:
+        """Blocks the groups whose channels ``node`` reads (they keep their size); returns None, as the
+        channels cannot be followed past it."""
+        for chan in chans:
+            self.block(chan, f"{what} (fx node `{node.name}`) reads its output channels and structured "
+                             "pruning does not know how to shrink that")
+        return None
 
     def run(self) -> list[Group]:
         env: dict[torch.fx.Node, _Chan | None] = {}
@@ -140,21 +150,29 @@ class _Analysis:
             if len(tensors) == 2 and len(chans) == 2:
                 a, b = chans
                 if (a.dim, a.factor) != (b.dim, b.factor):
-                    self.unsupported(node, a, "an addition of differently laid-out channels")
+                    return self.unsupported(node, chans, "an addition of differently laid-out channels")
                 return _Chan(self.union(a.group, b.group), a.dim, a.factor)
             if len(tensors) == 1:  # adding a python scalar keeps channels
                 return first
-            self.unsupported(node, first, "an addition with a tensor that is not a pruned layer's output")
+            return self.unsupported(node, chans, "an addition with a tensor that is not a pruned layer's output")
+        if node.op == "call_function" and node.target in _POOL_FUNCTIONS:
+            return self.pool(node, first, _POOL_FUNCTIONS[node.target], f"`{node.target.__name__}`")
         if _is_flatten(node):
             return self.flatten(node, first)
-        what = f"`{getattr(node.target, '__name__', node.target)}`"
-        self.unsupported(node, first, what)
-        return None
+        return self.unsupported(node, chans, f"`{getattr(node.target, '__name__', node.target)}`")
 
-    def flatten(self, node: torch.fx.Node, chan: _Chan) -> _Chan:
+    def pool(self, node: torch.fx.Node, chan: _Chan, axes: int, what: str) -> _Chan | None:
+        """A pool over the last ``axes`` axes keeps the channels only when they lie on another axis
+        (a 1-D pool of a Linear's ``[N, C]`` output pools the channels themselves)."""
+        ndim = len(node.all_input_nodes[0].meta["tensor_meta"].shape)
+        if chan.dim < ndim - axes:
+            return chan
+        return self.unsupported(node, [chan], f"{what} pooling the channel axis")
+
+    def flatten(self, node: torch.fx.Node, chan: _Chan) -> _Chan | None:
         shape = node.all_input_nodes[0].meta["tensor_meta"].shape
         if chan.dim != 1:
-            self.unsupported(node, chan, "a flatten of a non-channel dimension")
+            return self.unsupported(node, [chan], "a flatten of a non-channel dimension")
         spatial = 1
         for d in shape[2:]:
             spatial *= int(d)
@@ -174,31 +192,34 @@ class _Analysis:
                                      "HINT: use structured=False.")
             if chan is not None:
                 if chan.dim != 1 or chan.factor != 1:
-                    self.unsupported(node, chan, f"convolution `{name}` reading flattened channels")
-                self.consume(chan, name, "conv")
+                    self.unsupported(node, [chan], f"convolution `{name}` reading flattened channels")
+                else:
+                    self.consume(chan, name, "conv")
             return self.produce(name, module, module.out_channels, dim=1)
         if isinstance(module, nn.Linear):
             ndim = len(node.meta["tensor_meta"].shape)
             if chan is not None:
                 if chan.dim not in (ndim - 1, -1):
-                    self.unsupported(node, chan, f"linear layer `{name}` reading a non-feature dimension")
-                self.consume(chan, name, "linear")
+                    self.unsupported(node, [chan], f"linear layer `{name}` reading a non-feature dimension")
+                else:
+                    self.consume(chan, name, "linear")
             return self.produce(name, module, module.out_features, dim=ndim - 1)
+        if chan is None:
+            return None
         if isinstance(module, (nn.BatchNorm1d, nn.BatchNorm2d)):
-            if chan is not None:
-                if chan.dim != 1 or chan.factor != 1:
-                    self.unsupported(node, chan, f"batch norm `{name}` on flattened channels")
-                self.consume(chan, name, "bn")
+            if chan.dim != 1 or chan.factor != 1:
+                return self.unsupported(node, [chan], f"batch norm `{name}` on flattened channels")
+            self.consume(chan, name, "bn")
             return chan
         if isinstance(module, _PASS_MODULES):
             return chan
-        if isinstance(module, nn.Flatten) and chan is not None:
+        if type(module) in _POOL_MODULES:
+            return self.pool(node, chan, _POOL_MODULES[type(module)], f"layer `{name}` ({type(module).__name__})")
+        if isinstance(module, nn.Flatten):
             if module.start_dim != 1 or module.end_dim != -1:
-                self.unsupported(node, chan, f"`{name}` (Flatten with start_dim={module.start_dim})")
+                return self.unsupported(node, [chan], f"`{name}` (Flatten with start_dim={module.start_dim})")
             return self.flatten(node, chan)
-        if chan is not None:
-            self.unsupported(node, chan, f"layer `{name}` ({type(module).__name__})")
-        return None
+        return self.unsupported(node, chans, f"layer `{name}` ({type(module).__name__})")
 
     def produce(self, name: str, module: nn.Module, channels: int, *, dim: int) -> _Chan:
         gid = self.new_group(name, channels)
@@ -211,17 +232,26 @@ def _is_tensor(node: torch.fx.Node) -> bool:
     return "tensor_meta" in node.meta
 
 
+def _start_dim(node: torch.fx.Node) -> object:
+    """``start_dim`` of a ``torch.flatten(x, ...)`` / ``x.flatten(...)`` call, given by position or keyword."""
+    return node.args[1] if len(node.args) > 1 else node.kwargs.get("start_dim", 0)
+
+
 def _is_flatten(node: torch.fx.Node) -> bool:
-    if node.op == "call_function" and node.target is torch.flatten:
-        return (node.args[1:2] or [node.kwargs.get("start_dim", 0)])[0] == 1
-    if node.op == "call_method" and node.target in ("flatten", "view", "reshape"):
-        src = node.all_input_nodes[0].meta.get("tensor_meta")
-        out = node.meta.get("tensor_meta")
-        return src is not None and out is not None and len(out.shape) == 2 and out.shape[0] == src.shape[0] \
-            and (node.target != "flatten" or (node.args[1:2] or [0])[0] == 1)
-    return False
+    """A flatten of every axis after the batch: ``[N, C, ...] -> [N, C * ...]``."""
+    function = node.op == "call_function" and node.target is torch.flatten
+    if not function and not (node.op == "call_method" and node.target in ("flatten", "view", "reshape")):
+        return False
+    if (function or node.target == "flatten") and _start_dim(node) != 1:
+        return False
+    src = node.all_input_nodes[0].meta.get("tensor_meta")
+    out = node.meta.get("tensor_meta")
+    return src is not None and out is not None and len(out.shape) == 2 and out.shape[0] == src.shape[0]
 
 
 def analyse(model: nn.Module, inputs: tuple, skip_names: set, skip_types: tuple) -> list[Group]:
-    """Groups of producer layers with their consumers; raises ``StructureError`` naming what it cannot handle."""
+    """Groups of producer layers with their consumers; a group that cannot shrink is ``blocked`` with the reason.
+
+    Raises ``StructureError`` only for what stops the analysis itself: a model ``torch.fx`` cannot trace,
+    a layer called twice (shared weights), a grouped convolution."""
     return _Analysis(model, inputs, skip_names, skip_types).run()

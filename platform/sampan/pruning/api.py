@@ -7,7 +7,7 @@ import torch  # noqa: F401 - used by the docstring example
 from torch import nn
 
 from sampan.errors import bad_argument
-from sampan.pruning._checks import check_ratio, example_inputs as _example_inputs, split_skip
+from sampan.pruning._checks import check_float_model, check_ratio, example_inputs as _example_inputs, split_skip
 from sampan.pruning.magnitude import prune_unstructured
 from sampan.pruning.structured import prune_structured
 
@@ -22,7 +22,10 @@ def prune(model: nn.Module, amount: float | Mapping[str, float], structured: boo
     neurons (Linear) with the smallest L1 norm is removed and the layers are rebuilt smaller,
     together with what reads them: BatchNorm, the next convolution or linear layer (through a
     flatten too) and residual additions (layers added together lose the same channels). The
-    model's output layer keeps its size. Mirrors PaddleSlim's ``L1NormFilterPruner``.
+    model's output layer keeps its size, and so does a layer whose output goes through an
+    operation the pruner cannot shrink (``log_softmax``, ``cat``, ``x * 2`` ...): the other layers
+    are still pruned, and naming such a layer in ``amount`` raises ``StructureError`` with the
+    reason. Mirrors PaddleSlim's ``L1NormFilterPruner``.
 
     Args:
         model: the network (not modified).
@@ -37,8 +40,10 @@ def prune(model: nn.Module, amount: float | Mapping[str, float], structured: boo
         The pruned copy.
 
     Raises:
-        ValueError: ``amount`` outside (0, 1), an unknown layer name, or a model whose structure
-            cannot be shrunk (``StructureError``, a ``ValueError``, names the layer or operation).
+        ValueError: ``amount`` outside (0, 1), an unknown layer name, two shares for layers joined by
+            a residual addition, or a model whose structure cannot be shrunk (``StructureError``, a
+            ``ValueError``, names the layer or operation).
+        TypeError: ``model`` is already quantized (prune before quantizing).
 
     Example:
         >>> net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
@@ -46,8 +51,7 @@ def prune(model: nn.Module, amount: float | Mapping[str, float], structured: boo
         >>> small[0].out_features, small[2].in_features
         (8, 8)
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(bad_argument("model", model, "a torch.nn.Module"))
+    check_float_model(model)
     names, types = split_skip(skip, model)
     if not structured:
         if isinstance(amount, Mapping):

@@ -10,10 +10,10 @@ from typing import Any, Callable, Iterable
 from torch import nn
 
 from sampan.errors import bad_argument
-from sampan.pruning._checks import check_ratio, example_inputs as _example_inputs, split_skip
+from sampan.pruning._checks import check_float_model, check_ratio, example_inputs as _example_inputs, split_skip
 from sampan.pruning.flops import flops
 from sampan.pruning._graph import analyse
-from sampan.pruning.structured import prune_structured
+from sampan.pruning.structured import no_prunable_layer, prune_structured
 
 DEFAULT_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
@@ -99,15 +99,22 @@ def sensitivity(model: nn.Module, eval_fn: Callable[[nn.Module], float], ratios:
     Returns:
         A :class:`SensitivityTable`; ``.to_markdown()`` and ``.plot()`` show it.
 
+    Raises:
+        StructureError: no layer can lose filters (the message gives each layer's reason), as
+            :func:`~sampan.pruning.prune` raises it.
+
     Example:
         >>> table = sensitivity(net, lambda m: accuracy(m, val), ratios=(0.3, 0.6),
         ...                     example_inputs=torch.randn(1, 1, 28, 28))  # doctest: +SKIP
     """
+    check_float_model(model)
     ratios = _check_ratios(ratios)
     names, types = split_skip(skip, model)
     inputs = _example_inputs(model, example_inputs, input_spec, what="sensitivity analysis")
     all_groups = analyse(model, inputs, names, types)
     groups = [g.name for g in all_groups if not g.blocked]
+    if not groups:
+        raise no_prunable_layer(model, all_groups)
     if layers is not None:
         wanted = list(layers)
         for layer in wanted:
@@ -193,7 +200,7 @@ def prune_to_flops(model: nn.Module, target_ratio: float, sensitivities: Sensiti
         target_ratio: share of FLOPs to remove, in (0, 1).
         sensitivities: the table from :func:`sensitivity`.
         example_inputs / input_spec: inputs the model accepts.
-        max_ratio: no layer loses more than this share of its filters.
+        max_ratio: no layer loses more than this share of its filters, in (0, 1].
         return_ratios: also return the ``{layer: ratio}`` chosen.
 
     Returns:
@@ -202,7 +209,11 @@ def prune_to_flops(model: nn.Module, target_ratio: float, sensitivities: Sensiti
     Example:
         >>> small = prune_to_flops(net, 0.5, table, example_inputs=x)  # doctest: +SKIP
     """
+    check_float_model(model)
     target = check_ratio("target_ratio", target_ratio)
+    if isinstance(max_ratio, bool) or not isinstance(max_ratio, (int, float)) or not 0.0 < max_ratio <= 1.0:
+        raise ValueError(bad_argument("max_ratio", max_ratio, "a share in (0, 1], the most any layer may lose",
+                                      "pass e.g. max_ratio=0.9"))
     if not isinstance(sensitivities, SensitivityTable) or sensitivities.kind != "prune" or not len(sensitivities):
         raise TypeError(bad_argument("sensitivities", type(sensitivities).__name__,
                                      "a non-empty SensitivityTable from sampan.pruning.sensitivity(...)"))

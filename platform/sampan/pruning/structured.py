@@ -22,12 +22,27 @@ def prunable_groups(model: nn.Module, inputs: tuple, skip_names: set = frozenset
     return [g for g in analyse(model, inputs, set(skip_names), skip_types) if not g.blocked]
 
 
+def no_prunable_layer(model: nn.Module, all_groups: list[Group]) -> StructureError:
+    """The error for a model none of whose layers can lose filters, with each layer's reason."""
+    reasons = {g.name: g.blocked[0] for g in all_groups}
+    if reasons:
+        detail = str(reasons)
+    elif isinstance(model, (nn.Conv2d, nn.Linear)):
+        detail = "it is a single layer, the model's output, which keeps its size"
+    else:
+        detail = "it has no Conv2d or Linear layer"
+    return StructureError(f"Cannot structurally prune {type(model).__name__}: no layer can lose filters "
+                          f"({detail}). HINT: use structured=False (magnitude pruning), which keeps every "
+                          "layer's size.")
+
+
 def _ratios(amount: Any, groups: list[Group], all_groups: list[Group]) -> dict[str, float]:
     if not isinstance(amount, Mapping):
         ratio = check_ratio("amount", amount)
         return {g.name: ratio for g in groups}
     by_layer = {p: g for g in all_groups for p in g.producers}
     ratios: dict[str, float] = {}
+    asked_by: dict[str, str] = {}  # group name -> the layer of `amount` that set its ratio
     for layer, value in amount.items():
         check_ratio(f"amount[{layer!r}]", value)
         if layer not in by_layer:
@@ -36,8 +51,16 @@ def _ratios(amount: Any, groups: list[Group], all_groups: list[Group]) -> dict[s
                                           "name a Conv2d or Linear layer of the model"))
         group = by_layer[layer]
         if group.blocked:
-            raise StructureError(f"Cannot prune `{layer}` structurally: {group.blocked[0]}.")
+            raise StructureError(f"Cannot prune `{layer}` structurally: {group.blocked[0]}. "
+                                 "HINT: leave it out of `amount`, or use structured=False.")
+        if group.name in ratios and ratios[group.name] != float(value):
+            other = asked_by[group.name]
+            raise ValueError(bad_argument(
+                "amount", {other: amount[other], layer: value},
+                f"one share for `{other}` and `{layer}`, whose outputs are added together (a residual "
+                "connection) and lose the same channels", "give both the same share, or name only one of them"))
         ratios[group.name] = float(value)
+        asked_by[group.name] = layer
     return ratios
 
 
@@ -69,8 +92,9 @@ def _shrink_consumer(module: nn.Module, kind: str, keep: torch.Tensor, factor: i
     if kind == "bn":
         module.weight = _param(module.weight[keep]) if module.weight is not None else None
         module.bias = _param(module.bias[keep]) if module.bias is not None else None
-        module.running_mean = module.running_mean[keep].clone()
-        module.running_var = module.running_var[keep].clone()
+        if module.running_mean is not None:  # None with track_running_stats=False
+            module.running_mean = module.running_mean[keep].clone()
+            module.running_var = module.running_var[keep].clone()
         module.num_features = len(keep)
         return
     index = (keep[:, None] * factor + torch.arange(factor)[None, :]).reshape(-1)
@@ -91,10 +115,8 @@ def prune_structured(model: nn.Module, amount: float | Mapping[str, float], inpu
     if all_groups is None:
         all_groups = analyse(model, inputs, set(skip_names), skip_types)
     groups = [g for g in all_groups if not g.blocked]
-    if not groups:
-        reasons = {g.name: g.blocked[0] for g in all_groups}
-        raise StructureError(f"Cannot structurally prune {type(model).__name__}: no layer can lose filters "
-                             f"({reasons or 'it has no Conv2d or Linear layer'}).")
+    if not groups and not isinstance(amount, Mapping):  # a named layer gets its own reason from _ratios
+        raise no_prunable_layer(model, all_groups)
     ratios = _ratios(amount, groups, all_groups)
     pruned = copy.deepcopy(model)
     modules = dict(pruned.named_modules())

@@ -39,7 +39,13 @@ def _dequantize(q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype) -> tor
 
 
 class Int8Linear(nn.Module):
-    """A ``Linear`` whose weight is stored in int8 (per-channel scales); the bias stays float."""
+    """A ``Linear`` whose weight is stored in int8 (per-channel scales); the bias stays float.
+
+    ``weight`` reads back the dequantized float weight (read-only, rebuilt from the int8 values on
+    each access, never stored): code that reads a Linear's ``.weight`` instead of calling it, such as
+    ``nn.TransformerEncoderLayer``'s fused inference path, gets the same rounded weights that ``forward``
+    uses.
+    """
 
     def __init__(self, linear: nn.Linear):
         super().__init__()
@@ -48,6 +54,11 @@ class Int8Linear(nn.Module):
         self.register_buffer("weight_int8", q)
         self.register_buffer("weight_scale", scale)
         self.bias = nn.Parameter(linear.bias.detach().clone(), requires_grad=False) if linear.bias is not None else None
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The dequantized weight ``[out_features, in_features]`` in the scales' dtype (not a parameter)."""
+        return _dequantize(self.weight_int8, self.weight_scale, self.weight_scale.dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, _dequantize(self.weight_int8, self.weight_scale, x.dtype), self.bias)
@@ -126,7 +137,10 @@ def quantize_dynamic(model: nn.Module, *, skip: Iterable[Any] = (),
         layer_types: which layer types to quantize (a subset of Linear, LSTM, GRU).
 
     Returns:
-        The quantized copy, in eval mode.
+        The quantized copy, in eval mode (an ``Int8Linear`` / ``Int8RNN`` when ``model`` itself is a
+        Linear / LSTM / GRU). ``nn.Transformer`` layers keep working: their feed-forward Linear layers
+        become int8, the attention's own projections (``out_proj``, a ``NonDynamicallyQuantizableLinear``,
+        and the packed ``in_proj_weight``) stay float, as in ``torch.ao.quantization.quantize_dynamic``.
 
     Raises:
         ValueError: an unknown layer name in ``skip``; TypeError: an unsupported layer type.
@@ -146,9 +160,12 @@ def quantize_dynamic(model: nn.Module, *, skip: Iterable[Any] = (),
     names, types = split_skip(skip, model)
     qmodel = copy.deepcopy(model).eval()
     targets = [(n, m) for n, m in qmodel.named_modules()
-               if n and type(m) in kinds and not is_skipped(n, m, names, types)]
+               if type(m) in kinds and not is_skipped(n, m, names, types)]
     for name, module in targets:
-        _replace(qmodel, name, Int8Linear(module) if isinstance(module, nn.Linear) else Int8RNN(module))
+        new = Int8Linear(module) if isinstance(module, nn.Linear) else Int8RNN(module)
+        if not name:  # the model itself is a Linear / LSTM / GRU
+            return new.eval()
+        _replace(qmodel, name, new)
     return qmodel
 
 

@@ -7,12 +7,13 @@ or ``quantize_dynamic(skip=...)``.
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any, Callable, Iterable, Literal
 
 import torch
 from torch import nn
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, check_int
 from sampan.pruning._checks import check_layer_name, example_inputs as _example_inputs
 from sampan.pruning.sensitivity import SensitivityTable
 from sampan.quantization._pt2e import drop_unused_state, export_for_quantization, pt2e, quiet_annotation
@@ -32,17 +33,31 @@ def _layers(model: nn.Module, kinds: tuple, layers: Iterable[str] | None) -> lis
     return chosen
 
 
-def _static_one(graph: torch.fx.GraphModule, layer: str, calib_data: Iterable[Any], batches: int) -> nn.Module:
+def _calibration_batches(calib_data: Iterable[Any], count: int) -> list[Any]:
+    """The first ``count`` batches of ``calib_data``, read once: every layer calibrates on the same ones,
+    even when ``calib_data`` is an iterator or a generator."""
+    check_int("calibration_batches", count)
+    try:
+        batches = list(itertools.islice(iter(calib_data), count))
+    except TypeError:
+        raise TypeError(bad_argument("calib_data", calib_data, "an iterable of batches (tensors or tuples)",
+                                     "pass calib_data=DataLoader(val_set, batch_size=32)")) from None
+    if not batches:
+        raise ValueError(bad_argument("calib_data", calib_data, "at least one calibration batch",
+                                      "pass calib_data=DataLoader(val_set, batch_size=32), not an empty or "
+                                      "exhausted iterator"))
+    return batches
+
+
+def _static_one(graph: torch.fx.GraphModule, layer: str, batches: list[Any]) -> nn.Module:
     ns = pt2e()
     quantizer = ns.Quantizer()
     quantizer.set_module_name_qconfig(layer, ns.default_config())
     with quiet_annotation():
         observed = ns.prepare(copy.deepcopy(graph), quantizer)
     with torch.no_grad():
-        for i, batch in enumerate(calib_data):
+        for batch in batches:
             observed(batch[0] if isinstance(batch, (list, tuple)) else batch)
-            if i + 1 >= batches:
-                break
     return drop_unused_state(ns.convert(observed))
 
 
@@ -57,10 +72,11 @@ def sensitivity(model: nn.Module, eval_fn: Callable[[nn.Module], float], *,
         eval_fn: ``eval_fn(model) -> float``, higher is better.
         method: ``"dynamic"`` (int8 weights of Linear / LSTM / GRU, as :func:`quantize_dynamic`) or
             ``"static"`` (int8 weights and activations of Conv2d / Linear, as :class:`PTQ`).
-        calib_data: batches for static calibration (a ``DataLoader`` or list of tensors).
+        calib_data: batches for static calibration (a ``DataLoader``, a list of tensors, or an iterator:
+            the first ``calibration_batches`` are read once and every layer calibrates on them).
         example_inputs / input_spec: inputs for ``torch.export`` (static only).
         layers: only these layers (default: every quantizable one).
-        calibration_batches: batches read from ``calib_data`` per layer.
+        calibration_batches: how many batches of ``calib_data`` to calibrate on.
 
     Returns:
         A :class:`~sampan.pruning.SensitivityTable` with ``losses[layer] == {"int8": loss}``;
@@ -82,10 +98,11 @@ def sensitivity(model: nn.Module, eval_fn: Callable[[nn.Module], float], *,
     if calib_data is None:
         raise ValueError(bad_argument("calib_data", None, "calibration batches for method='static'",
                                       "pass calib_data=DataLoader(val_set, batch_size=32)"))
+    batches = _calibration_batches(calib_data, calibration_batches)
     inputs = _example_inputs(model, example_inputs, input_spec, what="static quantization")
     with eval_mode(model):
         graph = export_for_quantization(model, inputs)
     for layer in _layers(model, STATIC_TYPES, layers):
-        qmodel = _static_one(graph, layer, calib_data, calibration_batches)
+        qmodel = _static_one(graph, layer, batches)
         table.losses[layer] = {"int8": baseline - float(eval_fn(qmodel))}
     return table

@@ -67,7 +67,8 @@ class CharTransformer(nn.Module):
     """The encoder: ``ids [B, T]`` (0 = padding) -> hidden states ``[B, T, dim]``.
 
     Calls ``torch.nn.TransformerEncoder`` with ``norm_first=True`` and a key padding mask, so
-    padding never attends or is attended to; the role of ERNIE / BERT's encoder in PaddleNLP.
+    padding is never attended to (in a row of padding only, the first position is, so that its
+    outputs stay finite); the role of ERNIE / BERT's encoder in PaddleNLP.
 
     Example:
         >>> net = CharTransformer(TransformerConfig(vocab_size=10, dim=16, heads=2, layers=1, max_len=6))
@@ -95,7 +96,11 @@ class CharTransformer(nn.Module):
                                           f"at most max_len={self.config.max_len} positions",
                                           f"encode with max_len={self.config.max_len}"))
         hidden = self.embedding(ids) + self.position.weight[: ids.shape[-1]]
-        return self.norm(self.encoder(hidden, src_key_padding_mask=ids == 0))
+        padding = ids == 0
+        # a row of padding only (a blank text) leaves attention no key: torch's fused inference kernel
+        # (eval + no_grad) then returns NaN. Its first position may attend, so the row stays finite.
+        padding[..., 0] &= ~padding.all(-1)
+        return self.norm(self.encoder(hidden, src_key_padding_mask=padding))
 
 
 class MaskedLMHead(nn.Module):
@@ -131,6 +136,8 @@ class MaskedLMHead(nn.Module):
 
 class TransformerClassifier(nn.Module):
     """Encoder + mean over the non-padding positions + a linear layer: ``ids [B, T]`` -> logits ``[B, classes]``.
+
+    A row of padding only (a blank text) averages nothing and gets the head's bias as logits.
 
     Example:
         >>> enc = CharTransformer(TransformerConfig(vocab_size=10, dim=16, heads=2, layers=1, max_len=6))

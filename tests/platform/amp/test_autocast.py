@@ -1,4 +1,6 @@
 """auto_cast: torch.autocast with Paddle's white and black lists."""
+import warnings
+
 import pytest
 import torch
 
@@ -73,3 +75,25 @@ def test_bad_arguments_name_the_argument():
     with pytest.raises(ValueError, match=r"custom_white_list.*modules can only be black-listed"):
         with auto_cast(device_type="cpu", custom_white_list=[torch.nn.Linear]):
             pass
+
+
+def test_paddle_op_names_map_to_torch_ops():
+    x = torch.randn(4, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a mapped name warns about nothing
+        with auto_cast(device_type="cpu", custom_black_list=["matmul_v2", "elementwise_add"]):
+            assert (x @ x.T).dtype == torch.float32
+            assert torch.nn.functional.linear(x, x).dtype == torch.float32  # Paddle's Linear runs matmul_v2
+            assert (x.bfloat16() + x.bfloat16()).dtype == torch.float32
+        with auto_cast(device_type="cpu", custom_white_list=["reduce_mean"]):
+            assert x.mean().dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("argument", ["custom_black_list", "custom_white_list"])
+def test_unknown_op_names_are_dropped_with_a_warning_naming_them(argument):
+    x = torch.randn(4, 8)
+    with pytest.warns(UserWarning, match=rf"auto_cast ignores \['linera'\] in `{argument}`.*HINT: check the spelling"):
+        with auto_cast(device_type="cpu", **{argument: ["linera", "softmax"]}):
+            assert torch.nn.functional.linear(x, x).dtype == torch.bfloat16
+            expected = torch.float32 if argument == "custom_black_list" else torch.bfloat16
+            assert torch.softmax(x.bfloat16(), -1).dtype == expected  # the known name still applies

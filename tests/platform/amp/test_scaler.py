@@ -57,3 +57,50 @@ def test_o2_forward_runs_with_autocast():
     with auto_cast(level="O2", dtype="bfloat16", device_type="cpu"):
         out = net(torch.randn(3, 4))
     assert torch.isfinite(out).all() and net[1].weight.dtype == torch.float32
+
+
+def _decorated_bf16(seed=0):
+    torch.manual_seed(seed)
+    net = torch.nn.Linear(4, 1)
+    return decorate(net, torch.optim.SGD(net.parameters(), lr=0.5), level="O2", dtype="bfloat16")
+
+
+def test_decorate_bf16_trains_with_a_plain_optimizer_step():
+    """Paddle's bf16 O2 recipe: decorate, then backward and optimizer.step() with no scaler."""
+    net, opt = _decorated_bf16()
+    torch.manual_seed(1)
+    x, y = torch.randn(64, 4), torch.randn(64, 1)
+    losses = []
+    for _ in range(20):
+        with auto_cast(dtype="bfloat16", device_type="cpu", level="O2"):
+            loss = ((net(x.bfloat16()).float() - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        master = opt.param_groups[0]["params"][0]
+        assert torch.equal(net.weight, master.detach().to(torch.bfloat16))  # copied back after each step
+        assert net.weight.grad is None and master.grad is not None             # the gradient moved
+    assert losses[-1] < 0.7 * losses[0]
+
+
+def test_decorate_hooks_and_grad_scaler_move_each_gradient_once():
+    plain_net, plain_opt = _decorated_bf16()
+    scaled_net, scaled_opt = _decorated_bf16()
+    scaler = GradScaler(init_loss_scaling=8.0, device="cpu")
+    x = torch.randn(8, 4)
+    for _ in range(3):
+        for net, opt, use_scaler in ((plain_net, plain_opt, False), (scaled_net, scaled_opt, True)):
+            opt.zero_grad()
+            loss = net(x.bfloat16()).float().pow(2).mean()
+            if use_scaler:
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            else:
+                loss.backward()
+                opt.step()
+    torch.testing.assert_close(scaled_opt.param_groups[0]["params"][0], plain_opt.param_groups[0]["params"][0])
+    torch.testing.assert_close(scaled_net.weight, plain_net.weight)
+    decorate(torch.nn.Linear(2, 2), plain_opt, dtype="bfloat16")  # a second decorate adds no second hook
+    assert len(plain_opt._optimizer_step_pre_hooks) == 1 and len(plain_opt._optimizer_step_post_hooks) == 1

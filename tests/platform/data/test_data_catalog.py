@@ -30,6 +30,16 @@ def test_unknown_split_names_the_splits():
         data.load_dataset("mnist", "val")
 
 
+def test_mode_is_paddles_name_for_split():
+    test = data.load_dataset("digits", mode="test")  # paddle.vision.datasets.MNIST(mode="test")
+    assert test.split == "test" and len(test) == data.dataset_info("digits").splits["test"]
+    assert data.load_dataset("digits", "test", mode="test").split == "test"
+    with pytest.raises(ValueError, match=r"Expected `mode` to be one of \['train', 'val', 'test'\].*mode='dev'"):
+        data.load_dataset("digits", mode="dev")
+    with pytest.raises(ValueError, match=r"Expected `mode` to be the same as split='val'.*HINT: pass only split"):
+        data.load_dataset("digits", "val", mode="test")
+
+
 def test_unknown_option_is_a_type_error_naming_it():
     with pytest.raises(TypeError, match=r"Expected `sz` to be an option that 'digits' accepts \(size\)"):
         data.load_dataset("digits", sz=28)

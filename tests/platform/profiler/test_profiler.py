@@ -47,8 +47,36 @@ def test_summary_sorts_and_limits(capsys):
 def test_bad_scheduler_and_targets():
     with pytest.raises(ValueError, match="scheduler"):
         Profiler(scheduler=(3, 1))
+    with pytest.raises(ValueError, match="scheduler"):
+        Profiler(scheduler=(True, 3))
     with pytest.raises(ValueError, match="targets"):
         Profiler(targets=["tpu"])
+    with pytest.raises(ValueError, match=r"Expected `targets`.*Received: targets=\[\]"):
+        Profiler(targets=[])
+
+
+def test_targets_take_a_string():
+    with Profiler(targets="cpu") as prof:
+        torch.ones(4, 4) @ torch.ones(4, 4)
+        prof.step()
+    assert any(r["name"] == "aten::mm" for r in prof.summary(print_table=False, row_limit=0))
+
+
+def test_gpu_target_without_cuda_is_refused(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for targets in (["gpu"], "gpu", ["cpu", "gpu"]):
+        with pytest.raises(ValueError, match=r"Expected `targets` to be \"cpu\" only: this machine has no CUDA"):
+            Profiler(targets=targets)
+
+
+@pytest.mark.parametrize("row_limit", [-1, 1.5, True, "3"])
+def test_summary_refuses_a_row_limit_that_is_not_a_count(row_limit):
+    with Profiler() as prof:
+        torch.ones(4, 4) @ torch.ones(4, 4)
+        prof.step()
+    with pytest.raises(ValueError, match=r"Expected `row_limit` to be an int >= 0"):
+        prof.summary(print_table=False, row_limit=row_limit)
+    assert len(prof.summary(print_table=False, row_limit=0)) > len(prof.summary(print_table=False, row_limit=1)) == 1
 
 
 def test_nothing_recorded_says_why():
@@ -65,6 +93,23 @@ def test_make_scheduler_maps_paddle_names():
     sched = make_scheduler(closed=1, ready=1, record=2)
     actions = [sched(i).name for i in range(4)]
     assert actions == ["NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE"]
+
+
+def test_make_scheduler_repeats_until_stopped_by_default_as_paddle():
+    windows = []
+    prof = Profiler(scheduler=make_scheduler(closed=1, ready=1, record=1),
+                    on_trace_ready=lambda _: windows.append(prof.step_num))
+    with prof:
+        for _ in range(9):
+            torch.ones(4, 4) @ torch.ones(4, 4)
+            prof.step()
+    assert windows == [3, 6, 9]  # steps 2, 5 and 8 (0-based) recorded, each handed over by the step() ending it
+    once = make_scheduler(closed=1, ready=1, record=1, repeat=1)
+    assert [once(i).name for i in range(6)] == ["NONE", "WARMUP", "RECORD_AND_SAVE", "NONE", "NONE", "NONE"]
+    forever = make_scheduler(closed=0, ready=0, record=1, repeat=-1)  # Paddle: repeat <= 0 never ends
+    assert all(forever(i).name == "RECORD_AND_SAVE" for i in range(5))
+    with pytest.raises(ValueError, match=r"Expected `record` to be an int >= 1. Received: record=0"):
+        make_scheduler(closed=1, ready=1, record=0)
 
 
 def test_profile_fit_breakdown_top_ops_memory_and_trace(tmp_path):

@@ -130,14 +130,17 @@ class _Branchy(nn.Module):
 
 def test_models_it_cannot_prune_get_an_error_naming_what():
     x = torch.randn(1, 3, 8, 8)
-    with pytest.raises(StructureError, match=r"`cat`.*\['a'\].*HINT: keep those layers whole with skip="):
+    with pytest.raises(StructureError, match=r"no layer can lose filters \(\{'a': '`cat` \(fx node `cat`\) reads "
+                                             r"its output channels.*HINT: use structured=False"):
         prune(_Concat(), 0.5, structured=True, example_inputs=x)
+    with pytest.raises(StructureError, match=r"Cannot prune `b` structurally: `cat`.*HINT: leave it out of `amount`"):
+        prune(_Concat(), {"b": 0.5}, structured=True, example_inputs=x)
     depthwise = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Conv2d(8, 8, 3, groups=8), nn.Conv2d(8, 2, 1))
     with pytest.raises(StructureError, match=r"`1` is a grouped or depthwise convolution \(groups=8\)"):
         prune(depthwise, 0.5, structured=True, example_inputs=x)
     with pytest.raises(StructureError, match=r"torch.fx could not trace it.*HINT: use structured=False"):
         prune(_Branchy(), 0.5, structured=True, example_inputs=torch.randn(1, 4))
-    with pytest.raises(StructureError, match=r"no layer can lose filters"):
+    with pytest.raises(StructureError, match=r"no layer can lose filters \(it is a single layer, the model's output"):
         prune(nn.Linear(4, 2), 0.5, structured=True, example_inputs=torch.randn(1, 4))
 
 
@@ -179,3 +182,107 @@ def test_batchnorm_and_a_view_flatten_are_rebuilt_with_the_conv():
     # the kept channels compute exactly what they computed before
     full = torch.relu(net.bn(net.conv(x)))[:, keep]
     torch.testing.assert_close(torch.relu(small.bn(small.conv(x))), full)
+
+
+class _LogSoftmaxMLP(nn.Module):
+    """The classic MNIST example: the output layer goes through log_softmax."""
+
+    def __init__(self, tail: str = "log_softmax"):
+        super().__init__()
+        self.tail = tail
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 12), nn.Linear(12, 8), nn.Linear(8, 4)
+
+    def forward(self, x):
+        out = self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x.flatten(1))))))
+        if self.tail == "log_softmax":
+            return nn.functional.log_softmax(out, dim=1)
+        return out.mean(1) if self.tail == "mean" else out * 2
+
+
+@pytest.mark.parametrize("tail", ["log_softmax", "mean", "times_two"])
+def test_an_op_after_the_output_layer_blocks_only_that_layer(tail):
+    torch.manual_seed(0)
+    net, x = _LogSoftmaxMLP(tail).eval(), torch.randn(2, 1, 4, 4)
+    for skip in ([], ["fc3"]):
+        small = prune(net, 0.5, structured=True, example_inputs=x, skip=skip)
+        assert (small.fc1.out_features, small.fc2.in_features, small.fc2.out_features) == (6, 6, 4)
+        assert (small.fc3.in_features, small.fc3.out_features) == (4, 4)
+        assert small(x).shape == net(x).shape
+    with pytest.raises(StructureError, match=r"Cannot prune `fc3` structurally: .*\(fx node `\w+`\) reads its output"):
+        prune(net, {"fc3": 0.5}, structured=True, example_inputs=x)
+
+
+def test_an_op_in_the_middle_blocks_its_producer_and_prunes_the_rest():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b, self.head = nn.Conv2d(3, 8, 1), nn.Conv2d(8, 8, 1), nn.Conv2d(8, 2, 1)
+
+        def forward(self, x):
+            return self.head(torch.relu(self.b(self.a(x) * 2)))
+
+    small = prune(Scaled(), 0.5, structured=True, example_inputs=torch.randn(1, 3, 4, 4))
+    assert (small.a.out_channels, small.b.in_channels, small.b.out_channels, small.head.in_channels) == (8, 8, 4, 4)
+
+
+class _FlattenKeyword(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.fc1, self.fc2 = nn.Conv2d(1, 8, 3), nn.Linear(8 * 6 * 6, 16), nn.Linear(16, 2)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(torch.relu(self.conv(x)).flatten(start_dim=1))))
+
+
+def test_flatten_with_start_dim_as_keyword_is_followed():
+    small = prune(_FlattenKeyword(), 0.5, structured=True, example_inputs=torch.randn(2, 1, 8, 8))
+    assert (small.conv.out_channels, small.fc1.in_features, small.fc1.out_features) == (4, 4 * 36, 8)
+
+
+def test_batchnorm_without_running_stats_is_rebuilt():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8, track_running_stats=False), nn.ReLU(),
+                        nn.Conv2d(8, 4, 3))
+    x = torch.randn(2, 3, 8, 8)
+    small = prune(net, 0.5, structured=True, example_inputs=x)
+    assert (small[0].out_channels, small[1].num_features, small[1].weight.shape[0], small[3].in_channels) == (4,) * 4
+    assert small[1].running_mean is None and small(x).shape == (2, 4, 4, 4)
+
+
+def test_a_pool_over_the_channel_axis_blocks_the_layer():
+    # a 1-D pool of a Linear's [N, C] output pools the features themselves (unbatched [C, L] to torch)
+    net = nn.Sequential(nn.Linear(8, 16), nn.MaxPool1d(2), nn.Linear(8, 4))
+    with pytest.raises(StructureError, match=r"'0': 'layer `1` \(MaxPool1d\) pooling the channel axis"):
+        prune(net, 0.5, structured=True, example_inputs=torch.randn(2, 8))
+    # over the length of a [N, L, C] output (channels last) it still pools the channel axis
+    net = nn.Sequential(nn.Linear(8, 16), nn.AdaptiveAvgPool1d(4), nn.Linear(4, 4), nn.Linear(4, 2))
+    small = prune(net, 0.5, structured=True, example_inputs=torch.randn(2, 3, 8))
+    assert (small[0].out_features, small[2].out_features, small[3].in_features) == (16, 2, 2)
+
+
+class _Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.h = nn.Conv2d(3, 8, 1), nn.Conv2d(8, 8, 1), nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        y = self.a(x)
+        return self.h(y + self.b(y))
+
+
+def test_different_shares_for_layers_of_one_residual_group_are_refused():
+    x = torch.randn(1, 3, 4, 4)
+    with pytest.raises(ValueError, match=r"Expected `amount` to be one share for `a` and `b`.*residual.*"
+                                         r"Received: amount=\{'a': 0.25, 'b': 0.75\}"):
+        prune(_Residual(), {"a": 0.25, "b": 0.75}, structured=True, example_inputs=x)
+    small = prune(_Residual(), {"a": 0.25, "b": 0.25}, structured=True, example_inputs=x)
+    assert (small.a.out_channels, small.b.out_channels, small.b.in_channels) == (6, 6, 6)
+
+
+def test_a_quantized_model_is_refused_with_the_order_to_follow(mlp):
+    from sampan.quantization import quantize_dynamic
+    q = quantize_dynamic(mlp)
+    for structured in (False, True):
+        with pytest.raises(TypeError, match=r"Expected `model` to be a float \(unquantized\) model.*"
+                                            r"'0.weight_int8'.*HINT: prune before quantizing"):
+            prune(q, 0.5, structured=structured, example_inputs=torch.randn(1, 32))

@@ -69,3 +69,34 @@ def test_prune_to_flops_checks_its_arguments(planted):
         prune_to_flops(net, 0.5, {"0": {0.5: 0.0}}, example_inputs=x[:1])
     with pytest.raises(ValueError, match=r"Expected `layers` to be one of the prunable layers"):
         sensitivity(net, lambda m: 1.0, ratios=(0.5,), example_inputs=x[:1], layers=["4"])
+
+
+def test_sensitivity_with_nothing_prunable_raises_like_prune():
+    from sampan.pruning import StructureError, prune
+    net, x = nn.Sequential(nn.Flatten(), nn.Linear(64, 10)), torch.randn(2, 1, 8, 8)
+    expected = r"no layer can lose filters \({'1': \"it is \(part of\) the model's output\"}\)"
+    with pytest.raises(StructureError, match=expected):
+        sensitivity(net, lambda m: 1.0, example_inputs=x)
+    with pytest.raises(StructureError, match=expected):
+        prune(net, 0.5, structured=True, example_inputs=x)
+
+
+def test_sensitivity_covers_the_layers_before_a_log_softmax_output():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(16, 8), nn.Linear(8, 3)
+
+        def forward(self, x):
+            return nn.functional.log_softmax(self.fc2(torch.relu(self.fc1(x))), dim=1)
+
+    table = sensitivity(Net(), lambda m: 1.0, ratios=(0.5,), example_inputs=torch.randn(2, 16), skip=["fc2"])
+    assert table.losses == {"fc1": {0.5: 0.0}}
+
+
+@pytest.mark.parametrize("max_ratio", [0, 0.0, -0.5, 1.5, 2.0, True, "0.5"])
+def test_prune_to_flops_refuses_a_max_ratio_outside_zero_one(planted, max_ratio):
+    net, x, _ = planted
+    table = SensitivityTable(1.0, {"0": {0.5: 0.0}})
+    with pytest.raises(ValueError, match=r"Expected `max_ratio` to be a share in \(0, 1\]"):
+        prune_to_flops(net, 0.1, table, example_inputs=x[:1], max_ratio=max_ratio)

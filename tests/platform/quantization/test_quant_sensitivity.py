@@ -57,3 +57,32 @@ def test_sensitivity_arguments_are_checked(planted, lenet):
         sensitivity(net, accuracy, layers=["9"])
     with pytest.raises(ValueError, match=r"Expected `calib_data` to be calibration batches"):
         sensitivity(lenet, lambda m: 1.0, method="static")
+
+
+def test_static_sensitivity_reads_an_iterator_once_for_every_layer(lenet):
+    x = torch.rand(8, 1, 28, 28)
+    ref = lenet(x).detach()
+
+    def closeness(model):
+        with torch.no_grad():
+            return -float((model(x) - ref).abs().max())
+    layers = ["features.0", "fc.0"]
+    from_list = sensitivity(lenet, closeness, method="static", calib_data=[x, x], example_inputs=x[:2], layers=layers)
+    read = []
+    batches = (read.append(i) or x for i in range(5))  # a generator: it can be read only once
+    from_iter = sensitivity(lenet, closeness, method="static", calib_data=batches, example_inputs=x[:2],
+                            layers=layers, calibration_batches=2)
+    assert read == [0, 1]
+    int8 = {k: v["int8"] for k, v in from_list.losses.items()}
+    assert {k: v["int8"] for k, v in from_iter.losses.items()} == pytest.approx(int8)
+    assert from_iter["fc.0"]["int8"] < 0.05  # an uncalibrated layer (no batch left) loses far more
+
+
+def test_static_sensitivity_refuses_empty_calibration_data(lenet):
+    for empty in ([], iter([])):
+        with pytest.raises(ValueError, match=r"Expected `calib_data` to be at least one calibration batch"):
+            sensitivity(lenet, lambda m: 1.0, method="static", calib_data=empty,
+                        example_inputs=torch.rand(2, 1, 28, 28))
+    with pytest.raises(ValueError, match=r"Expected `calibration_batches` to be an int >= 1"):
+        sensitivity(lenet, lambda m: 1.0, method="static", calib_data=[torch.rand(2, 1, 28, 28)],
+                    calibration_batches=0)

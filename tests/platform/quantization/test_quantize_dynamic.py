@@ -70,3 +70,64 @@ def test_dynamic_int8_model_saves_with_jit(tagger, tmp_path):
     x = torch.randn(2, 7, 16)
     torch.testing.assert_close(loaded(x), q(x), rtol=1e-5, atol=1e-5)
     assert (tmp_path / "tagger.pt2").stat().st_size < 0.5 * size_on_disk(tagger)  # int8 in the archive too
+
+
+def _encoder():
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, batch_first=True)
+    return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+
+
+def test_transformer_encoder_runs_after_quantize_dynamic_on_both_paths():
+    enc = _encoder()
+    q = quantize_dynamic(enc)
+    layer = q.layers[0]
+    assert type(layer.linear1) is Int8Linear and type(layer.linear2) is Int8Linear
+    assert type(layer.self_attn.out_proj) is nn.modules.linear.NonDynamicallyQuantizableLinear  # stays float
+    x, pad = torch.randn(2, 5, 32), torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    with torch.no_grad():  # inference: torch's fused kernel, which reads linear1.weight / linear2.weight
+        ref, fast = enc(x, src_key_padding_mask=pad), q(x, src_key_padding_mask=pad)
+    slow = q(x.requires_grad_(), src_key_padding_mask=pad)  # grad enabled: the layers are called
+    for out in (fast, slow):
+        assert (out - ref).abs().max() < 0.05
+    torch.testing.assert_close(fast[~pad], slow.detach()[~pad], rtol=1e-4, atol=1e-4)
+    w = layer.linear1.weight
+    assert w.dtype == torch.float32 and w.shape == (64, 32) and not w.requires_grad
+    torch.testing.assert_close(w, dequantize(q).layers[0].linear1.weight)
+    assert (w - enc.layers[0].linear1.weight).abs().max() <= layer.linear1.weight_scale.max() / 2 + 1e-6
+    with pytest.raises(AttributeError):
+        layer.linear1.weight = w.clone()  # read-only: the int8 values are the weights
+    assert "layers.0.linear1.weight" not in q.state_dict()
+
+
+def test_text_transformer_classifier_and_its_sensitivity_work_with_int8():
+    from sampan import text
+    torch.manual_seed(0)
+    cfg = text.TransformerConfig(vocab_size=50, dim=32, heads=2, layers=1, max_len=16)
+    clf = text.TransformerClassifier(text.CharTransformer(cfg), num_classes=2).eval()
+    ids = torch.randint(1, 50, (2, 12))
+    ids[1, 8:] = 0
+    q = quantize_dynamic(clf)
+    with torch.no_grad():
+        ref = clf(ids)
+        assert (q(ids) - ref).abs().max() < 0.05
+    assert (q(ids) - ref).abs().max() < 0.05
+
+    def closeness(model):
+        with torch.no_grad():
+            return -float((model(ids) - ref).abs().max())
+    table = sampan.quantization.sensitivity(clf, closeness, method="dynamic")
+    assert list(table) == ["encoder.encoder.layers.0.linear1", "encoder.encoder.layers.0.linear2", "head"]
+    assert all(0.0 <= v["int8"] < 0.05 for v in table.losses.values())
+
+
+@pytest.mark.parametrize("layer", [nn.Linear(8, 2), nn.LSTM(8, 4), nn.GRU(8, 4)], ids=["Linear", "LSTM", "GRU"])
+def test_a_bare_layer_is_quantized_itself(layer):
+    torch.manual_seed(0)
+    q = quantize_dynamic(layer)
+    assert type(q) is (Int8Linear if isinstance(layer, nn.Linear) else Int8RNN) and not q.training
+    assert any(t.dtype == torch.int8 for t in q.state_dict().values())
+    x = torch.randn(3, 8) if isinstance(layer, nn.Linear) else torch.randn(5, 3, 8)
+    out, ref = (q(x), layer(x)) if isinstance(layer, nn.Linear) else (q(x)[0], layer(x)[0])
+    assert (out - ref).abs().max() < 0.02
+    assert type(quantize_dynamic(layer, skip=[type(layer)])) is type(layer)

@@ -99,3 +99,17 @@ def test_zoo_errors_say_what_to_do():
     torch.save({"format": "something else"}, path)
     with pytest.raises(CheckpointError, match="Cannot read the pretrained Transformer"):
         load_pretrained("tiny")
+
+
+def test_a_blank_row_gets_finite_logits_in_inference():
+    """An all-padding row (a blank review) under eval + no_grad, where torch runs its fused kernel."""
+    net = TransformerClassifier(_tiny(dropout=0.0), 2).eval()
+    ids = torch.tensor([[5, 6, 7, 0], [0, 0, 0, 0]])
+    with torch.no_grad():
+        fused = net(ids)
+        hidden = net.encoder(ids)
+    assert torch.isfinite(fused).all() and torch.isfinite(hidden).all()
+    torch.testing.assert_close(fused[1], net.head.bias.detach())  # it averages nothing: the head's bias
+    torch.testing.assert_close(fused, net(ids).detach(), rtol=1e-5, atol=1e-5)  # the same as the unfused path
+    with torch.no_grad():
+        torch.testing.assert_close(net(ids[:1]), fused[:1])  # the other rows are untouched

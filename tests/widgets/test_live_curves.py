@@ -149,3 +149,20 @@ def test_redraw_rate_is_capped_in_a_real_fit_against_a_fake_clock(monkeypatch, m
     dt = 1 / steps_per_s  # a redraw is due at most one step after 0.25 s have passed
     assert seconds / (0.25 + dt) - 1 <= len(training) <= 4 * seconds + 1
     assert final == clock.t and f"step <b>{2 * epochs}</b>" in live._status.value  # fit returns with the last values
+
+
+@pytest.mark.parametrize("budget", [0, -0.1, 1.5, float("nan"), "0.1", True])
+def test_a_budget_outside_0_to_1_is_refused_when_made_not_mid_fit(budget):
+    with pytest.raises(ValueError, match=r"Expected `budget` to be a share of the CPU time greater than 0 and at "
+                                         r"most 1\. Received: budget=.*HINT: pass budget=0\.002"):
+        LiveCurves(budget=budget)
+
+
+def test_one_metric_name_is_a_metric_not_its_letters(model_and_data):
+    live = LiveCurves(metrics="acc")
+    assert live.metrics == ["acc"]
+    model, data = model_and_data(n=64)
+    model.fit(data, data, epochs=1, batch_size=32, verbose=0, callbacks=[live])
+    assert list(dict(live._panels())) == ["loss", "acc"]
+    with pytest.raises(ValueError, match=r"Expected `metrics` to be a metric name or a list of names"):
+        LiveCurves(metrics=[1, 2])

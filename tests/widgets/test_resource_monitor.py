@@ -134,3 +134,12 @@ def test_chart_keeps_only_the_window_without_copying_the_history(recorder, monke
     assert ">180<" in chart and ">300<" in chart  # the x axis spans the window only
     monitor._on_sample({"time": 0.5, "step": 0, "rss": 2**20})  # a new clock: the window starts again
     assert [s["time"] for s in monitor._recent] == [0.5]
+
+
+@pytest.mark.parametrize("window", [0, -5, float("nan"), "60", None])
+def test_a_window_that_is_not_positive_is_refused_when_made(window, recorder):
+    before = len(_sampler_threads())
+    with pytest.raises(ValueError, match=r"Expected `window` to be a number of seconds greater than 0\. "
+                                         r"Received: window=.*HINT: pass window=120"):
+        ResourceMonitor(window=window)
+    assert len(_sampler_threads()) == before  # refused before any sampler started

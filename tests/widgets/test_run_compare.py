@@ -62,6 +62,35 @@ def test_a_filter_narrows_the_runs(three_runs, recorder):
     view.close()
 
 
+def test_a_filter_mlflow_cannot_search_is_shown_and_the_runs_are_kept(three_runs, recorder):
+    from sampan_widgets import RunCompare
+
+    view = RunCompare(select=3)
+    before = [r.run_id for r in view.runs]
+    view._filter.value = "params.lr > 0.05"  # what a learner types: MLflow compares params only with = != LIKE
+    assert [r.run_id for r in view.runs] == before and view.error
+    table = view._table.value
+    assert 'class="sampan-filter-error"' in table and "params.lr &gt; 0.05" in table
+    assert len(re.findall('class="sampan-run-row"', table)) == 3  # the runs before it are still shown
+    view._filter.value = "params.`optimizer.lr` = '0.05'"
+    assert view.error is None and "sampan-filter-error" not in view._table.value
+    assert [r.name for r in view.runs] == ["lr-0.05"]
+    fresh = RunCompare("bad filter (((")  # made with one: no exception either
+    assert fresh.runs == [] and "sampan-filter-error" in fresh._table.value
+    view.close()
+    fresh.close()
+
+
+def test_a_metric_no_run_logged_is_named_with_the_logged_ones(three_runs, recorder):
+    from sampan_widgets import RunCompare
+
+    with pytest.warns(UserWarning, match=r"Expected `metric` to be a metric the runs logged \(.*eval_acc.*\)\. "
+                                         r"Received: metric='nonexistent'"):
+        view = RunCompare(metric="nonexistent")
+    assert view._metric.value == "eval_acc"
+    view.close()
+
+
 def test_the_view_follows_a_running_sweep(monkeypatch, blobs, mlp, recorder):
     import time
 

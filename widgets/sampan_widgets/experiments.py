@@ -7,10 +7,12 @@ from __future__ import annotations
 import html
 import math
 import threading
+import warnings
 from typing import Any, Sequence
 
 import ipywidgets as W
 
+from sampan.errors import bad_argument, first_line
 from sampan.experiments import compare
 from sampan_widgets._base import Drawn, Panel, in_kernel, png_bundle
 from sampan_widgets._draw import COLORS, new_figure, svg_lines, to_png
@@ -52,6 +54,7 @@ class RunCompare(Drawn):
     def __init__(self, filter_string: str = "", *, metric: str | None = None, select: int = 5, max_runs: int = 200,
                  sweep: Any = None, refresh_s: float = 2.0, width: int = 420, height: int = 240) -> None:
         self.filter_string, self.max_runs, self.width, self.height = filter_string, max_runs, width, height
+        self.error: str | None = None  # why the last filter could not be searched (the runs before it are kept)
         self.runs: list[compare.RunRow] = []
         self.selected: list[str] = []
         self._curves: dict[tuple[str, str], list] = {}
@@ -80,16 +83,31 @@ class RunCompare(Drawn):
 
     # ------------------------------------------------------------------ data
     def refresh(self, *, select: int | None = None, metric: str | None = None) -> None:
-        """Reloads the runs from the store (keeping the selection where it still exists)."""
+        """Reloads the runs from the store (keeping the selection where it still exists).
+
+        A filter MLflow cannot search is shown above the table (and kept in ``error``); the runs stay as they were.
+        """
+        from mlflow.exceptions import MlflowException
+
         self.filter_string = self._filter.value
-        self.runs = compare.list_runs(self.filter_string, max_results=self.max_runs)
+        try:
+            self.runs = compare.list_runs(self.filter_string, max_results=self.max_runs)
+        except MlflowException as exc:
+            self.error = first_line(exc)
+            self.redraw()
+            return
+        self.error = None
         ids = {r.run_id for r in self.runs}
         keep = [i for i in self.selected if i in ids]
         if select is not None or not keep:
             keep = [r.run_id for r in self.runs[: select or 5]]
         names = compare.metric_names(self.runs)
-        wanted = metric or self._metric.value or next((n for n in ("eval_acc", "acc", "loss") if n in names),
-                                                      names[0] if names else None)
+        default = next((n for n in ("eval_acc", "acc", "loss") if n in names), names[0] if names else None)
+        if metric and names and metric not in names:
+            warnings.warn(bad_argument("metric", metric, f"a metric the runs logged ({', '.join(names)})",
+                                       f"pass one of those; the view shows {default!r} meanwhile"), stacklevel=3)
+            metric = default
+        wanted = metric or self._metric.value or default
         with self._panel.hold_sync():
             self._metric.options = names or ([wanted] if wanted else [])
             self._metric.value = wanted if wanted in (names or [wanted]) else None
@@ -127,9 +145,15 @@ class RunCompare(Drawn):
     def redraw(self) -> None:
         rows, metric = self._rows(), self._metric.value
         with self._panel.hold_sync():
-            self._table.value = self.table_html(rows)
+            self._table.value = self._error_html() + self.table_html(rows)
             self._curves_view.value = self.curves_svg(rows, metric)
             self._parallel.value = self.parallel_svg(metric)
+
+    def _error_html(self) -> str:
+        if not self.error:
+            return ""
+        return (f'<div class="sampan-filter-error" style="color:#b00">{html.escape(tr("filter"))} '
+                f'<code>{html.escape(self.filter_string)}</code>: {html.escape(self.error)}</div>')
 
     def table_html(self, rows: Sequence[compare.RunRow]) -> str:
         """The compare table: parameters that differ come first, on a yellow background."""

@@ -10,6 +10,7 @@ from typing import Any, Literal, Sequence
 import ipywidgets as W
 
 from sampan.callbacks.base import Callback
+from sampan.errors import bad_argument
 from sampan_widgets._base import Drawn, Panel, in_kernel, png_bundle
 from sampan_widgets._draw import COLORS, new_figure, svg_lines, to_png
 from sampan_widgets._i18n import tr
@@ -39,7 +40,7 @@ class LiveCurves(Callback, Drawn):
     notebook shows the image), or displayed on its own when the view was never shown.
 
     Args:
-        metrics: names to plot besides the loss (default: every numeric value in the logs).
+        metrics: a name, or names, to plot besides the loss (default: every numeric value in the logs).
         max_fps: most redraws per second.
         budget: largest share of the process's CPU time spent redrawing: between two redraws the process
             spends at least the recent CPU cost of a redraw divided by ``budget``.
@@ -52,12 +53,22 @@ class LiveCurves(Callback, Drawn):
         >>> # display(live); model.fit(train, val, epochs=5, callbacks=[live])
     """
 
-    def __init__(self, *, metrics: Sequence[str] | None = None, max_fps: float = 4.0, budget: float = 0.002,
+    def __init__(self, *, metrics: str | Sequence[str] | None = None, max_fps: float = 4.0, budget: float = 0.002,
                  max_interval: float = 2.0,
                  static: Literal["auto"] | bool = "auto", width: int = 340, height: int = 200) -> None:
         Callback.__init__(self)
         if not (isinstance(max_fps, (int, float)) and max_fps > 0):
             raise ValueError(f"Expected `max_fps` to be a number > 0. Received: max_fps={max_fps!r}.")
+        number = isinstance(budget, (int, float)) and not isinstance(budget, bool)
+        if not (number and 0 < budget <= 1):
+            raise ValueError(bad_argument("budget", budget, "a share of the CPU time greater than 0 and at most 1",
+                                          "pass budget=0.002 (the default), or budget=1 to redraw at max_fps "
+                                          "whatever a redraw costs"))
+        if isinstance(metrics, str):  # one name, not its letters
+            metrics = [metrics]
+        if metrics is not None and not all(isinstance(m, str) for m in metrics):
+            raise ValueError(bad_argument("metrics", metrics, "a metric name or a list of names",
+                                          "pass metrics=['acc'], or leave it out to plot every metric"))
         self.metrics = list(metrics) if metrics is not None else None
         self.min_interval = 1.0 / max_fps
         self.budget = budget

@@ -8,6 +8,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from sampan.errors import bad_argument
 from sampan.monitor import MonitorCallback, ResourceSampler
 from sampan_widgets._base import Drawn, Panel
 from sampan_widgets._draw import COLORS, human_bytes, svg_lines
@@ -93,6 +94,9 @@ class ResourceMonitor(MonitorCallback, Drawn):
     def __init__(self, interval: float = 1.0, *, window: float = 120.0, gpu: bool = True, leak_check: bool = True,
                  leak_options: dict | None = None, probe_interval: float = 0.1,
                  max_samples: int = 100_000) -> None:
+        if isinstance(window, bool) or not isinstance(window, (int, float)) or not window > 0:
+            raise ValueError(bad_argument("window", window, "a number of seconds greater than 0",
+                                          "pass window=120 (the default) to chart the last two minutes"))
         super().__init__(ResourceSampler(interval, gpu=gpu, max_samples=max_samples), leak_check=leak_check,
                          leak_options=leak_options, probe_interval=probe_interval, on_leak=self._show_leak)
         self.window = window

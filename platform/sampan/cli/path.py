@@ -2,6 +2,7 @@
 
 Examples:
     sampan path list
+    sampan path list --manifest course/path.yaml   # --manifest goes before or after the action
     sampan path index        # after editing path.yaml
     sampan path run --stage beginner --quick
     sampan path run --lesson first_model --output runs/ --keep-going
@@ -15,15 +16,23 @@ import sys
 from sampan.cli._args import add_lang_argument, chosen_language, positive_seconds
 
 
+_MANIFEST_HELP = "the path.yaml to use (default notebooks/path.yaml)"
+
+
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("path", help="list or run the learning path", description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--manifest", default=None, help="the path.yaml to use (default notebooks/path.yaml)")
+    parser.add_argument("--manifest", default=None, help=_MANIFEST_HELP)
+    # every action takes --manifest too; SUPPRESS keeps an action's parser from overwriting one given before it
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--manifest", default=argparse.SUPPRESS, help=_MANIFEST_HELP)
     sub = parser.add_subparsers(dest="path_command", metavar="ACTION")
-    listing = sub.add_parser("list", help="show stages, lessons, estimated time and your progress")
+    listing = sub.add_parser("list", help="show stages, lessons, estimated time and your progress", parents=[common])
     add_lang_argument(listing)
-    sub.add_parser("index", help="rewrite the lesson listing in notebooks/index.ipynb from path.yaml")
-    run = sub.add_parser("run", help="execute lessons with papermill and write report.html / report.json")
+    sub.add_parser("index", help="rewrite the lesson listing in notebooks/index.ipynb from path.yaml",
+                   parents=[common])
+    run = sub.add_parser("run", help="execute lessons with papermill and write report.html / report.json",
+                         parents=[common])
     run.add_argument("--stage", default=None, help="only this stage (beginner, intermediate, advanced)")
     run.add_argument("--lesson", action="append", default=None, help="only this lesson (repeatable)")
     run.add_argument("--quick", action="store_true", help="QUICK=True: small data, few epochs, quick ranges")
@@ -37,7 +46,8 @@ def add_parser(subparsers) -> None:
     add_lang_argument(run)
     site = sub.add_parser("site", help="build a static HTML site of the executed lessons (index, one page each)",
                           description="The executed lessons as static HTML (no server, no JavaScript needed). "
-                                      "With --from, the site is in the run's language (--lang must match it).")
+                                      "With --from, the site is in the run's language (--lang must match it).",
+                          parents=[common])
     site.add_argument("--from", dest="from_run", default=None, metavar="RUN_DIR",
                       help="a folder written by `sampan path run` (default: run the path in quick mode first)")
     site.add_argument("--out", default=None, metavar="DIR", help="the site's folder (default RUN_DIR/site)")
@@ -46,7 +56,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from sampan.errors import SampanError
-    from sampan.path import PathManifestError
+    from sampan.path import PathManifestError, RunInterrupted
 
     try:
         if args.path_command == "list":
@@ -60,6 +70,12 @@ def run(args) -> int:
     except (PathManifestError, SampanError, ValueError, FileNotFoundError) as exc:
         print(f"sampan path: {exc}", file=sys.stderr)
         return 2
+    except RunInterrupted as exc:  # Ctrl-C: the report says which lesson was running; no traceback
+        print(f"sampan path: interrupted; report: {exc.report.html_path}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("sampan path: interrupted", file=sys.stderr)
+        return 130
     print("usage: sampan path {list,run,index,site} [options]; see `sampan path run --help`", file=sys.stderr)
     return 2
 
@@ -110,7 +126,7 @@ def _index(args) -> int:
     from sampan.path import default_manifest
     from sampan.path.index import sync_index_notebook
 
-    manifest = Path(args.manifest) if args.manifest else default_manifest()
+    manifest = (Path(args.manifest) if args.manifest else default_manifest()).resolve()
     target = manifest.parent / "index.ipynb"
     print(f"{target}: {'updated' if sync_index_notebook(target, manifest) else 'already in sync'}")
     return 0

@@ -30,16 +30,15 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from sampan.errors import SampanError
-    from sampan.experiments.space import parse_assignments
     from sampan.experiments.store import tracking_uri
     from sampan.experiments.sweeps import sweep
 
     try:
-        space = parse_assignments(args.param, "-p")
+        space = _space(args)
         handle = sweep(args.notebook, space, trials=args.trials, jobs=args.jobs, metric=args.metric,
                        direction=args.direction, pruner=args.pruner, name=args.name, kernel=args.kernel)
-        print(f"sweep {handle.name}: {args.trials} trials on {args.jobs} worker(s); study in {handle.storage}, "
-              f"runs in {tracking_uri()}")
+        print(f"sweep {handle.name}: {args.trials} trials on {min(args.jobs, args.trials)} worker(s); study in "
+              f"{handle.storage}, runs in {tracking_uri()}")
         handle.wait()
     except (SampanError, ValueError, FileNotFoundError) as exc:
         print(f"sampan sweep: {exc}", file=sys.stderr)
@@ -47,14 +46,54 @@ def run(args) -> int:
     return _report(handle)
 
 
+def _space(args) -> dict[str, str]:
+    """The swept parameters, after the command's own numbers are checked (worded as options, not arguments)."""
+    from sampan.errors import bad_argument, check_int
+    from sampan.experiments.space import parse_assignments
+
+    check_int("--trials", args.trials, fix="pass --trials 1 or more")
+    check_int("--jobs", args.jobs, fix="pass --jobs 1 or more")
+    if not args.param:
+        raise ValueError(bad_argument("-p", args.param, "at least one swept parameter KEY=RANGE",
+                                      f"pass at least one -p KEY=RANGE, e.g. `sampan sweep {args.notebook} "
+                                      f"-p lr=1e-4:1e-1:log`"))
+    return parse_assignments(args.param, "-p")
+
+
 def _report(handle) -> int:
     trials = handle.trials()
+    failed = [t for t in trials if t.state.name == "FAIL"]
+    errors = _errors(handle) if failed else {}
     for t in trials:
         value = "" if t.value is None else f"{handle.metric}={t.value:.4g}"
         print(f"  trial {t.number:3d}  {t.state.name.lower():8s} {value:24s} {t.params}")
+        if t in failed:
+            print(f"             error: {errors.get(t.number) or 'not recorded; see the worker log below'}")
     done = [t for t in trials if t.value is not None and t.state.name == "COMPLETE"]
+    if failed or not done:
+        _print_logs(handle)
     if not done:
         print("no trial completed", file=sys.stderr)
         return 1
     print(f"best: {handle.metric}={handle.study.best_value:.4g} with {handle.best_params}")
     return 0
+
+
+def _errors(handle) -> dict[int, str]:
+    """Trial number -> the error its run recorded (the ``sampan.error`` tag)."""
+    try:
+        runs = handle.runs()
+    except Exception:  # the store is unreadable: the worker logs still say why
+        return {}
+    return {int(r.data.tags["sampan.trial"]): r.data.tags["sampan.error"] for r in runs
+            if "sampan.error" in r.data.tags and r.data.tags.get("sampan.trial", "").isdigit()}
+
+
+def _print_logs(handle) -> None:
+    """Each worker's log (in ``$SAMPAN_DATA/sweeps/<name>/``) with its last line, where failures are explained."""
+    from sampan.experiments.sweeps import sweeps_dir
+
+    for log in sorted((sweeps_dir() / handle.name).glob("worker-*.log")):
+        lines = [line.strip() for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+                 if line.strip()]
+        print(f"worker log: {log}" + (f"\n  last line: {lines[-1]}" if lines else ""), file=sys.stderr)

@@ -193,13 +193,14 @@ def submit(notebook: str | os.PathLike, parameters: dict[str, Any] | None = None
         >>> job = submit("notebooks/01-beginner/first_model.ipynb", {"QUICK": True})  # doctest: +SKIP
         >>> print(job.wait().logs())  # doctest: +SKIP
     """
-    from sampan.experiments.sweeps import check_notebook_space
+    from sampan.experiments.sweeps import check_kernel, check_notebook_space
 
     parameters = dict(parameters or {})
     if parameters:
-        check_notebook_space(notebook, parameters)
+        check_notebook_space(notebook, parameters, "job")
     elif not Path(notebook).is_file():
         raise FileNotFoundError(bad_argument("notebook", str(notebook), "an existing .ipynb file"))
+    check_kernel(notebook, kernel)
     uri = store.check_writable()
     job = Job(id=f"{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}",
               notebook=str(Path(notebook).resolve()), parameters=parameters, started=_now(), tracking_uri=uri,

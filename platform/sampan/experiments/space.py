@@ -40,7 +40,10 @@ def parse_spec(name: str, spec: Any) -> dict:
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(_bad(name, spec))
     if ":" not in spec:
-        return {"kind": "choice", "choices": [parse_value(v) for v in spec.split(",") if v.strip()]}
+        choices = [parse_value(v) for v in spec.split(",") if v.strip()]
+        if not choices:
+            raise ValueError(_bad(name, spec, "a choice needs at least one value"))
+        return {"kind": "choice", "choices": choices}
     parts = spec.split(":")
     try:
         if len(parts) not in (2, 3):

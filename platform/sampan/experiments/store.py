@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sampan.errors import SampanError
+from sampan.errors import SampanError, bad_argument
 from sampan.utils.io import file_lock
 
 TRACKING_ENV = "SAMPAN_TRACKING_URI"
@@ -19,6 +19,8 @@ EXPERIMENT_ENV = "SAMPAN_EXPERIMENT"
 LESSON_ENV = "SAMPAN_LESSON"
 NOTEBOOK_ENV = "SAMPAN_NOTEBOOK"
 DEFAULT_EXPERIMENT = "sampan"
+# MLflow tracking URI schemes Sampan uses: a local folder (a path or file://), SQLite, a database, a tracking server
+SCHEMES = ("file", "sqlite", "postgresql", "mysql", "http", "https")
 
 
 class StoreError(SampanError):
@@ -59,14 +61,16 @@ def artifact_root(uri: str) -> str | None:
 
 
 def check_writable(uri: str | None = None) -> str:
-    """Raises :class:`StoreError` when a local store's folder cannot be created or written.
+    """Raises :class:`StoreError` when the URI is not one MLflow can track to (an unknown scheme, say) or a local
+    store's folder cannot be created or written.
 
-    Only looks at the file system (no MLflow import), so ``fit`` can call it on every run.
+    Only looks at the URI and the file system (no MLflow import), so ``fit`` can call it on every run.
 
     Returns:
         The URI checked.
     """
     uri = uri or tracking_uri()
+    _check_scheme(uri)
     db = sqlite_path(uri)
     if db is None:
         return uri
@@ -79,6 +83,20 @@ def check_writable(uri: str | None = None) -> str:
     if not os.access(folder, os.W_OK | os.X_OK) or (db.exists() and not os.access(db, os.W_OK)):
         raise StoreError(_unwritable(folder, source, "it is not writable"))
     return uri
+
+
+def _check_scheme(uri: str) -> None:
+    """A plain path, or a URI whose scheme is one of :data:`SCHEMES` (a database's ``+driver`` allowed)."""
+    from urllib.parse import urlsplit
+
+    scheme = urlsplit(uri).scheme.lower()
+    if not scheme or len(scheme) == 1 or scheme.split("+", 1)[0] in SCHEMES:  # one letter: a Windows drive
+        return
+    name = f"${TRACKING_ENV}" if os.environ.get(TRACKING_ENV, "").strip() == uri else "uri"
+    raise StoreError(bad_argument(
+        name, uri, f"an MLflow tracking URI: a folder path, or one starting with {', '.join(s + ':' for s in SCHEMES)}",
+        f"set {TRACKING_ENV}=sqlite:///$HOME/sampan-runs/mlflow.db (or http://host:5000 for a tracking server), "
+        f"or unset it to use the default store under $SAMPAN_DATA"))
 
 
 def _unwritable(folder: Path, source: str, why: str) -> str:

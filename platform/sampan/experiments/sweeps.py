@@ -25,6 +25,7 @@ from sampan.experiments.space import parse_space, suggest
 
 STORAGE_ENV = "SAMPAN_SWEEP_STORAGE"
 TRIAL_ENV = "SAMPAN_SWEEP_TRIAL"
+METRIC_ATTR = "sampan.metric"    # the metric a study optimises, kept in the study (its direction is Optuna's)
 _reporter: contextvars.ContextVar = contextvars.ContextVar("sampan_sweep_reporter", default=None)
 
 
@@ -229,24 +230,56 @@ def _notebook_value(out: Path, metric: str, run_id: str, number: int) -> float:
 
 
 # ---------------------------------------------------------------- checks before anything runs
-def check_notebook_space(notebook: str | os.PathLike, space: dict) -> dict:
-    """Refuses parameters the notebook's ``parameters`` cell does not define, naming the defined ones."""
+_USES = {"sweep": ("a sweep", "sweep parameter", "sweep one of those names"),
+         "job": ("a job", "job parameter (-p)", "set one of those names")}
+
+
+def check_notebook_space(notebook: str | os.PathLike, space: dict, use: Literal["sweep", "job"] = "sweep") -> dict:
+    """Refuses parameters the notebook's ``parameters`` cell does not define, naming the defined ones.
+
+    ``use`` words the message for the caller: ``"sweep"`` (swept parameters) or ``"job"`` (a job's ``-p`` values).
+    """
     import papermill as pm
 
+    who, noun, fix = _USES[use]
     path = Path(notebook)
     if not path.is_file():
         raise FileNotFoundError(bad_argument("notebook", str(notebook), "an existing .ipynb file",
                                              "check the path (relative to the current folder)"))
     defined = pm.inspect_notebook(str(path))
     if not defined:
-        raise ValueError(f"The notebook {path} has no cell tagged `parameters`, so a sweep cannot set {sorted(space)}. "
+        raise ValueError(f"The notebook {path} has no cell tagged `parameters`, so {who} cannot set {sorted(space)}. "
                          f"HINT: tag the cell that assigns them with `parameters` (JupyterLab: property inspector).")
     unknown = [name for name in space if name not in defined]
     if unknown:
-        raise ValueError(f"Expected every sweep parameter to be defined in the `parameters` cell of {path.name}. "
+        raise ValueError(f"Expected every {noun} to be defined in the `parameters` cell of {path.name}. "
                          f"Received: {', '.join(map(repr, unknown))}, which it does not define; it defines: "
-                         f"{', '.join(defined)}. HINT: sweep one of those names, or add yours to the parameters cell.")
+                         f"{', '.join(defined)}. HINT: {fix}, or add yours to the parameters cell.")
     return defined
+
+
+def check_kernel(notebook: str | os.PathLike, kernel: str | None) -> None:
+    """Refuses, before any worker starts, a kernel that is not installed (every trial or the job would die on it).
+
+    Raises:
+        sampan.path.KernelNotFoundError: naming the installed kernels and how to get the missing one.
+    """
+    import nbformat
+    from jupyter_client.kernelspec import find_kernel_specs
+
+    from sampan.path.runner import KernelNotFoundError, missing_kernel
+
+    installed = find_kernel_specs()
+    if kernel is not None:
+        if kernel not in installed:
+            raise KernelNotFoundError(bad_argument("kernel", kernel, "an installed Jupyter kernel "
+                                                   f"({', '.join(sorted(installed)) or 'none'})",
+                                                   "pass --kernel with one of those, or leave it out to use the "
+                                                   "notebook's own kernel"))
+        return
+    name = nbformat.read(str(notebook), as_version=4).metadata.get("kernelspec", {}).get("name")
+    if name and name not in installed:
+        raise missing_kernel(f"The notebook {notebook}", name, installed)
 
 
 # ---------------------------------------------------------------- the sweep
@@ -347,6 +380,7 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
     is_fn = callable(target)
     if not is_fn:
         check_notebook_space(target, space)
+        check_kernel(target, kernel)
         target = str(Path(target).resolve())
     if direction == "auto":
         from sampan.callbacks._tracker import resolve_mode
@@ -356,8 +390,9 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
     name = name or f"sweep-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S-%f')}"
     storage = sweep_storage()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    optuna.create_study(study_name=name, storage=_storage(storage), direction=direction, load_if_exists=True,
-                        pruner=_pruner(pruner))
+    study = optuna.create_study(study_name=name, storage=_storage(storage), direction=direction,
+                                load_if_exists=True, pruner=_pruner(pruner))
+    _check_same_objective(study, metric, direction)
     cfg = {"study": name, "storage": storage, "space": space, "metric": metric, "pruner": pruner, "seed": seed,
            "experiment": os.environ.get(store.EXPERIMENT_ENV) or store.DEFAULT_EXPERIMENT,
            "target": getattr(target, "__qualname__", str(target)), "kernel": kernel,
@@ -372,6 +407,24 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
                    for i, share in enumerate(_shares(trials, jobs))]
     handle = Sweep(name, storage, metric, direction, workers, cfg["experiment"])
     return handle.wait() if wait else handle
+
+
+def _check_same_objective(study: Any, metric: str, direction: str) -> None:
+    """Refuses to continue a study under another metric or direction (its trials would mix two objectives and
+    its best would be the wrong one); a new study keeps its metric as a user attribute (the direction is Optuna's).
+    """
+    stored = study.user_attrs.get(METRIC_ATTR)
+    had = study.direction.name.lower()
+    if had != direction or (stored is not None and stored != metric):
+        name, value = ("direction", direction) if had != direction else ("metric", metric)
+        same = stored or metric
+        raise ValueError(bad_argument(
+            name, value, f"the {name} of the existing study {study.study_name!r}, which optimises {same} ({had}) "
+            f"over {len(study.trials)} trial(s); another {name} would mix two objectives and report the wrong best",
+            f"give another name (--name) to start a new study, or continue this one with metric={same!r}, "
+            f"direction={had!r} (--metric {same} --direction {had})"))
+    if stored is None:
+        study.set_user_attr(METRIC_ATTR, metric)
 
 
 def _pruner(kind: str):

@@ -14,7 +14,7 @@ from sampan.path.manifest import (
 )
 from sampan.path.progress import load_progress, mark_done, progress_file, reset_progress, update_progress
 from sampan.path.report import list_runs, load_report
-from sampan.path.runner import KernelNotFoundError, LessonResult, RunReport, run
+from sampan.path.runner import KernelNotFoundError, LessonResult, RunInterrupted, RunReport, run
 
 __all__ = [
     "ArtifactMissingError",
@@ -25,6 +25,7 @@ __all__ = [
     "LessonResult",
     "MetricRange",
     "PathManifestError",
+    "RunInterrupted",
     "RunReport",
     "Stage",
     "artifact",

@@ -28,6 +28,7 @@ REPORT_HTML = """<!DOCTYPE html>
   {{ t.run_folder }} <code>{{ r.run_dir }}</code>{{ t.comma }}{{ t.started }} {{ r.started }}{% if r.finished %}{{ t.comma }}{{ t.finished }} {{ r.finished }}{% endif %}{{ t.stop }}
   {{ t.parameters }} {% for k, v in r.parameters.items() %}<code>{{ k }}={{ v }}</code> {% endfor %}
 </div>
+{% if r.get("interrupted") %}<p class="bad" id="interrupted">{{ t.interrupted_run }}</p>{% endif %}
 <p class="summary" id="summary">
   <span class="status passed">{{ r.summary.passed }} {{ t.passed }}</span>
   <span class="status failed">{{ r.summary.failed }} {{ t.failed }}</span>

@@ -99,7 +99,12 @@ def sync_index_notebook(notebook: str | Path, manifest: str | Path | None = None
     """Replaces the listing between the markers in ``notebook``; returns True when it changed."""
     from sampan.utils.io import atomic_write_text
 
-    notebook = Path(notebook)
+    notebook = Path(notebook).expanduser().resolve()
+    if not notebook.is_file():
+        raise FileNotFoundError(
+            f"The course index notebook {notebook} does not exist. It is the notebook beside path.yaml whose "
+            f"Markdown cell holds the lesson listing between the markers {BEGIN} and {END}. HINT: create it (a "
+            f"notebook with one Markdown cell holding those two lines), then run `sampan path index` again.")
     nb = json.loads(notebook.read_text(encoding="utf-8"))
     from sampan.path.lang import cell_language
 
@@ -117,4 +122,5 @@ def sync_index_notebook(notebook: str | Path, manifest: str | Path | None = None
         atomic_write_text(notebook, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     if found:
         return changed
-    raise ValueError(f"{notebook} has no Markdown cell with the markers {BEGIN} ... {END}")
+    raise ValueError(f"{notebook} has no Markdown cell with the markers {BEGIN} ... {END}. HINT: add both lines to "
+                     "the Markdown cell that should list the lessons, then run `sampan path index` again")

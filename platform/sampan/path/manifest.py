@@ -209,7 +209,8 @@ def load_path(manifest: str | Path | None = None, *, check_files: bool = True) -
     from sampan.utils.imports import require
 
     yaml = require("yaml")
-    file = Path(manifest) if manifest is not None else default_manifest()
+    # absolute, so that lesson paths relative to its folder, the index and the site never depend on the cwd
+    file = (Path(manifest).expanduser() if manifest is not None else default_manifest()).resolve()
     if not file.is_file():
         raise FileNotFoundError(f"The learning-path manifest {file} does not exist.")
     try:

@@ -26,6 +26,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "expected": "expected", "in_cell": " in cell", "cell_source": "Cell source:", "traceback": "Traceback",
         "list_header": "{title}: {done}/{total} lessons done   (manifest {file})",
         "no_lessons": "(no lessons yet)", "after": "after {lessons}",
+        # the Notes column: why a lesson failed, was skipped or did not run
+        "error_in": "{ename} in {where}: {evalue}", "in_cell_n": "cell {cell}", "a_cell": "a cell",
+        "before_any_cell": "before any cell ran", "prerequisite_failed": "prerequisite {lessons} failed in this run",
+        "earlier_failed": "an earlier lesson failed (use --keep-going to run the rest)",
+        "no_mark_done": "passed (the lesson does not call sampan.path.mark_done)",
+        "interrupted": "interrupted", "interrupted_before": "not run: the run was interrupted before this lesson",
+        "interrupted_run": "This run was interrupted (Ctrl-C) before it finished.",
     },
     "zh": {
         "html_lang": "zh-CN", "title": "Sampan 学习路线报告", "heading": "学习路线报告",
@@ -37,6 +44,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "expected": "期望", "in_cell": "，出错单元格", "cell_source": "单元格代码：", "traceback": "错误回溯",
         "list_header": "{title}：已完成 {done}/{total} 节课   （路线文件 {file}）",
         "no_lessons": "（课程即将上线）", "after": "先修：{lessons}",
+        "error_in": "{where}出错：{ename}：{evalue}", "in_cell_n": "第 {cell} 个单元格", "a_cell": "某个单元格",
+        "before_any_cell": "在任何单元格运行之前", "prerequisite_failed": "先修课程 {lessons} 在本次运行中失败",
+        "earlier_failed": "前面的课程失败了（加上 --keep-going 可继续运行其余课程）",
+        "no_mark_done": "通过（本课没有调用 sampan.path.mark_done）",
+        "interrupted": "已中断", "interrupted_before": "未运行：本次运行在这节课之前被中断",
+        "interrupted_run": "本次运行在完成之前被中断（Ctrl-C）。",
     },
 }
 

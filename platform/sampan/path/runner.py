@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterator, Literal
 
 from sampan.errors import SampanError, bad_argument
+from sampan.path._interrupt import kernels_stopped_on_interrupt
 from sampan.path.artifacts import artifact_path, missing_message
 from sampan.path.manifest import LearningPath, Lesson, load_path
 from sampan.path.progress import DONE_RECORD, RUNNER_ENV, update_progress
@@ -42,6 +43,18 @@ _DEAD_KERNEL_HINT = (". HINT: the kernel process ended during that cell: it ran 
 
 class KernelNotFoundError(SampanError, LookupError):
     """A lesson names a Jupyter kernel that is not installed; the message says how to install it."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The run was interrupted (Ctrl-C); its report, already written, says which lesson was running.
+
+    Attributes:
+        report: the :class:`RunReport` (``report.interrupted`` is True, ``report.finished`` set).
+    """
+
+    def __init__(self, report: "RunReport"):
+        super().__init__(f"interrupted; report: {report.html_path}")
+        self.report = report
 
 
 @dataclass
@@ -73,6 +86,7 @@ class RunReport:
     manifest: str = ""
     lessons: list[LessonResult] = field(default_factory=list)
     language: str = "en"               # of the lessons run and of report.html (sampan.path.lang)
+    interrupted: bool = False          # stopped by Ctrl-C before every selected lesson ran
 
     @property
     def ok(self) -> bool:
@@ -168,6 +182,8 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
         ValueError: a bad ``timeout``, ``output_dir`` or ``data_dir`` (a file, say), before anything runs.
         KernelNotFoundError: a lesson's kernel (or ``kernel_name``) is not installed.
         sampan.errors.DataDirectoryError: ``$SAMPAN_DATA`` is a file or cannot be written.
+        RunInterrupted: Ctrl-C (a ``KeyboardInterrupt``); the lesson's kernel is shut down and the report,
+            marking the lesson that was running as interrupted, is written first.
     """
     from sampan.utils.imports import require
 
@@ -187,28 +203,45 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
     report.lessons = [LessonResult(x.id, x.stage, x.text("title", lang), x.relative_notebook(path.root))
                       for x in lessons]
     lessons = [_in_language(x, lang, report.run_dir, path) for x in lessons]
-    from sampan.path.report import write_report
+    from sampan.path.report import message, write_report
 
     write_report(report)
-    with _lesson_env(data_dir, lang), _progress_bar(lessons, progress) as bar:
-        failed: set[str] = set()
-        for lesson_obj, result in zip(lessons, report.lessons):
-            bar.set_description(lesson_obj.id)
-            blocked = _blocked_by(lesson_obj, path, failed)
-            if blocked:
-                result.status, result.reason = "skipped", blocked
-                failed.add(lesson_obj.id)
-            elif failed and not keep_going:
-                result.reason = "an earlier lesson failed (use --keep-going to run the rest)"
-            else:
-                _run_lesson(lesson_obj, result, path, report, params, timeout, kernel_name)
-                if result.status != "passed":
+    running: list[LessonResult] = []  # the lesson being run, for an interruption
+    try:
+        with _lesson_env(data_dir, lang), _progress_bar(lessons, progress) as bar:
+            failed: set[str] = set()
+            for lesson_obj, result in zip(lessons, report.lessons):
+                running[:] = [result]
+                bar.set_description(lesson_obj.id)
+                blocked = _blocked_by(lesson_obj, path, failed, lang)
+                if blocked:
+                    result.status, result.reason = "skipped", blocked
                     failed.add(lesson_obj.id)
-            write_report(report)
-            bar.update(1)
+                elif failed and not keep_going:
+                    result.reason = message("earlier_failed", lang)
+                else:
+                    _run_lesson(lesson_obj, result, path, report, params, timeout, kernel_name)
+                    if result.status != "passed":
+                        failed.add(lesson_obj.id)
+                write_report(report)
+                bar.update(1)
+    except KeyboardInterrupt:
+        _interrupted(report, running[0] if running else None)
+        raise RunInterrupted(report) from None
     report.finished = _now()
     write_report(report)
     return report
+
+
+def _interrupted(report: RunReport, current: LessonResult | None) -> None:
+    """Marks the lesson that was running (and those not reached) in the report, and writes it."""
+    from sampan.path.report import message, write_report
+
+    for result in report.lessons:
+        if result.status == "not_run" and not result.reason:
+            result.reason = message("interrupted" if result is current else "interrupted_before", report.language)
+    report.interrupted, report.finished = True, _now()
+    write_report(report)
 
 
 def _in_language(lesson: Lesson, lang: str, run_dir: Path, path: LearningPath) -> Lesson:
@@ -263,11 +296,20 @@ def _check_kernels(lessons: list[Lesson], kernel_name: str | None) -> None:
     for lesson in lessons:
         name = kernel_name or nbformat.read(lesson.notebook, as_version=4).metadata.get("kernelspec", {}).get("name")
         if name and name not in installed:
-            how = ("run `sampan kernel install` (it installs the 'Sampan (Python 3)' kernel into this environment)"
-                   if name == "sampan" else f"install the {name!r} kernel, or pass --kernel with an installed one")
-            raise KernelNotFoundError(
-                f"Lesson {lesson.id!r} needs the Jupyter kernel {name!r}, which is not installed here "
-                f"(installed: {names}). HINT: {how}, then run again.")
+            raise missing_kernel(f"Lesson {lesson.id!r}", name, installed)
+
+
+def missing_kernel(needed_by: str, name: str, installed: Any) -> KernelNotFoundError:
+    """The error for a notebook (``needed_by``: "Lesson 'x'", "The notebook y.ipynb") whose kernel is not installed.
+
+    Example:
+        >>> str(missing_kernel("Lesson 'a'", "old", {"python3": ""}))  # doctest: +ELLIPSIS
+        "Lesson 'a' needs the Jupyter kernel 'old', which is not installed here (installed: python3). HINT: ..."
+    """
+    how = ("run `sampan kernel install` (it installs the 'Sampan (Python 3)' kernel into this environment)"
+           if name == "sampan" else f"install the {name!r} kernel, or pass --kernel with an installed one")
+    return KernelNotFoundError(f"{needed_by} needs the Jupyter kernel {name!r}, which is not installed here "
+                               f"(installed: {', '.join(sorted(installed)) or 'none'}). HINT: {how}, then run again.")
 
 
 def _run_lesson(lesson: Lesson, result: LessonResult, path: LearningPath, report: RunReport,
@@ -283,13 +325,16 @@ def _run_lesson(lesson: Lesson, result: LessonResult, path: LearningPath, report
     result.output = out.relative_to(report.run_dir).as_posix()
     limit = float(timeout) if timeout is not None else lesson.timeout[report.mode]
     start = time.monotonic()
-    result.error = _execute(lesson, out, _declared({**lesson.parameters, **params}, lesson), limit, kernel_name)
-    result.duration_s = round(time.monotonic() - start, 3)
+    try:
+        result.error = _execute(lesson, out, _declared({**lesson.parameters, **params}, lesson), limit,
+                                kernel_name)
+    finally:
+        result.duration_s = round(time.monotonic() - start, 3)
     if out.is_file():
         from sampan.utils.record import collect_records
 
         result.records = collect_records(out)
-    _judge(lesson, result, report.mode)
+    _judge(lesson, result, report.mode, report.language)
     entry = dict(run=str(report.run_dir), mode=report.mode, duration_s=result.duration_s, source="path run")
     update_progress(lesson.id, result.status, **entry)
 
@@ -319,9 +364,10 @@ def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
 
     os.environ["SAMPAN_LESSON"] = lesson.id  # the lesson's fits are recorded runs tagged with it (sampan.experiments)
     try:
-        execute_notebook(str(lesson.notebook), str(out), parameters=params, kernel_name=kernel_name,
-                         progress_bar=False, cwd=str(out.parent), timeout_func=remaining,
-                         start_timeout=120)
+        with kernels_stopped_on_interrupt():
+            execute_notebook(str(lesson.notebook), str(out), parameters=params, kernel_name=kernel_name,
+                             progress_bar=False, cwd=str(out.parent), timeout_func=remaining,
+                             start_timeout=120)
     except PapermillExecutionError as exc:
         return _error_from(exc, out, lesson)
     except CellTimeoutError:
@@ -373,7 +419,9 @@ def _strip(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def _judge(lesson: Lesson, result: LessonResult, mode: str) -> None:
+def _judge(lesson: Lesson, result: LessonResult, mode: str, lang: str = "en") -> None:
+    from sampan.path.report import message
+
     problems = []
     for metric in lesson.metrics:
         low, high = metric.bounds(mode)
@@ -386,21 +434,24 @@ def _judge(lesson: Lesson, result: LessonResult, mode: str) -> None:
     if result.error is not None:
         result.status = "failed"
         cell = result.error.get("cell_index")
-        where = (f"cell {cell}" if cell is not None else "a cell" if result.error.get("source")
-                 else "before any cell ran")
-        result.reason = f"{result.error['ename']} in {where}: {result.error['evalue']}"
+        where = (message("in_cell_n", lang, cell=cell) if cell is not None
+                 else message("a_cell" if result.error.get("source") else "before_any_cell", lang))
+        result.reason = message("error_in", lang, ename=result.error["ename"], where=where,
+                                evalue=result.error["evalue"])
     elif problems:
         result.status, result.reason = "failed", "; ".join(problems)
     else:
         result.status = "passed"
         if DONE_RECORD not in result.records and lesson.metrics:
-            result.reason = "passed (the lesson does not call sampan.path.mark_done)"
+            result.reason = message("no_mark_done", lang)
 
 
-def _blocked_by(lesson: Lesson, path: LearningPath, failed: set[str]) -> str:
+def _blocked_by(lesson: Lesson, path: LearningPath, failed: set[str], lang: str = "en") -> str:
+    from sampan.path.report import message
+
     deps = list(lesson.requires) + [p.id for a in lesson.needs if (p := path.producer_of(a))]
     bad = [d for d in dict.fromkeys(deps) if d in failed]
-    return f"prerequisite {', '.join(map(repr, bad))} failed in this run" if bad else ""
+    return message("prerequisite_failed", lang, lessons=", ".join(map(repr, bad))) if bad else ""
 
 
 @contextlib.contextmanager

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from sampan.errors import bad_argument
+from sampan.errors import UnsafeFileError, bad_argument
 from sampan.path.manifest import LearningPath, Lesson, Stage, load_path
 from sampan.path.report import relative_href
 
@@ -295,9 +295,20 @@ def _plan(path: LearningPath, report: dict[str, Any], run_dir: Path) -> list[_Pa
                 # a report from elsewhere cannot make the site read a file outside its run folder
                 if candidate.is_file() and candidate.is_relative_to(run_dir) and candidate.suffix == ".ipynb":
                     executed = candidate
-            rel = Path(lesson.relative_notebook(path.root)).with_suffix(".html").as_posix()
+            rel = _page_path(Path(lesson.relative_notebook(path.root)).with_suffix(".html").as_posix(), lesson)
             pages.append(_Page(lesson, stage, result, executed, rel))
     return pages
+
+
+def _page_path(rel: str, lesson: Lesson) -> str:
+    """``rel`` when it names a file inside the site folder; a page is never written anywhere else."""
+    parts = Path(rel).parts
+    if not rel or Path(rel).is_absolute() or ".." in parts or ":" in rel:
+        raise UnsafeFileError(
+            f"The page of lesson {lesson.id!r} would be written at {rel!r}, outside the site folder (its notebook "
+            f"{lesson.notebook} is not inside the course folder). HINT: keep every lesson notebook inside the "
+            "folder of path.yaml, and pass --manifest with that file", path=str(lesson.notebook), entry=rel)
+    return rel
 
 
 def _write_site(folder: Path, path: LearningPath, report: dict[str, Any], pages: list[_Page], lang: str,

@@ -91,3 +91,25 @@ def test_index_rewrites_the_listing(planted, capsys):
     assert "1. [One](01-beginner/one.ipynb) · 12 min" in text and text.endswith("end")
     assert main(["path", "--manifest", str(file), "index"]) == 0
     assert "already in sync" in capsys.readouterr().out
+
+
+def test_manifest_is_accepted_before_or_after_the_action(planted, capsys):
+    file = _course(planted)
+    assert main(["path", "list", "--manifest", str(file)]) == 0
+    after = capsys.readouterr().out
+    assert main(["path", "--manifest", str(file), "list"]) == 0
+    assert capsys.readouterr().out == after and f"(manifest {file})" in after
+    for action in ("list", "run", "index", "site"):
+        with pytest.raises(SystemExit):
+            main(["path", action, "--help"])
+        assert "--manifest MANIFEST" in capsys.readouterr().out
+
+
+def test_index_without_the_index_notebook_names_it_and_what_it_holds(planted, capsys, monkeypatch):
+    _course(planted)
+    monkeypatch.chdir(planted)
+    assert main(["path", "--manifest", "path.yaml", "index"]) == 2
+    err = capsys.readouterr().err
+    assert f"The course index notebook {planted / 'index.ipynb'} does not exist" in err
+    assert "<!-- sampan-path:begin --> and <!-- sampan-path:end -->" in err and "HINT: create it" in err
+    assert "[Errno 2]" not in err

@@ -64,9 +64,17 @@ def test_job_refuses_a_parameter_the_notebook_does_not_define(sleeper, fresh_sto
     assert main(["job", "run", str(sleeper), "-p", "minutes=3"]) == 2
     err = capsys.readouterr().err
     assert "'minutes', which it does not define; it defines: seconds" in err
+    assert "Expected every job parameter (-p)" in err and "HINT: set one of those names" in err
+    assert "sweep" not in err
     assert list_jobs() == []
 
 
 def test_unknown_job_id_lists_the_known_ones(fresh_store, capsys):
     assert main(["job", "logs", "nope"]) == 2
     assert "Expected `job_id` to be the id of one job" in capsys.readouterr().err
+
+
+def test_job_refuses_a_kernel_that_is_not_installed(sleeper, fresh_store, capsys):
+    assert main(["job", "run", str(sleeper), "--kernel", "no-such-kernel"]) == 2
+    assert "Expected `kernel` to be an installed Jupyter kernel" in capsys.readouterr().err
+    assert list_jobs() == []

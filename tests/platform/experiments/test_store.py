@@ -1,6 +1,7 @@
 """Where runs go: the default SQLite store under the data directory, SAMPAN_TRACKING_URI, unwritable places."""
 from __future__ import annotations
 
+import nbformat
 import pytest
 
 from sampan.experiments import store
@@ -96,3 +97,29 @@ def test_runs_go_to_the_store_file_there_is_now_after_it_was_replaced_or_deleted
     db.unlink()  # deleted
     recorder.start_run(uri, "sampan", "in a new store", {}, {})
     assert names() == ["in a new store"]
+
+
+@pytest.mark.parametrize("uri", ["bogus:///x", "s3://bucket/runs", "ftp://host/runs"])
+def test_a_tracking_uri_mlflow_cannot_use_is_named_before_anything_runs(uri, monkeypatch, capsys, tmp_path):
+    from sampan.cli import main
+
+    monkeypatch.setenv("SAMPAN_TRACKING_URI", uri)
+    message = r"Expected `\$SAMPAN_TRACKING_URI` to be an MLflow tracking URI.*Received: \$SAMPAN_TRACKING_URI="
+    with pytest.raises(store.StoreError, match=message + r".*HINT: set SAMPAN_TRACKING_URI=sqlite:///"):
+        store.check_writable()
+    notebook = tmp_path / "nb.ipynb"
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    cells = [nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]})]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": kernel}), notebook)
+    assert main(["job", "run", str(notebook)]) == 2
+    assert f"Received: $SAMPAN_TRACKING_URI={uri!r}" in capsys.readouterr().err
+    assert main(["sweep", str(notebook), "-p", "x=1,2"]) == 2
+    assert f"Received: $SAMPAN_TRACKING_URI={uri!r}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("uri", ["sqlite:///tmp/x/mlflow.db", "file:///tmp/mlruns", "/tmp/mlruns", "mlruns",
+                                 "http://127.0.0.1:5000", "https://mlflow.example.org",
+                                 "postgresql+psycopg2://u@h/db", "mysql://u@h/db"])
+def test_tracking_uris_mlflow_uses_are_accepted(uri, monkeypatch, tmp_path):
+    monkeypatch.setenv("SAMPAN_TRACKING_URI", uri.replace("/tmp/", f"{tmp_path}/"))
+    assert store.check_writable() == uri.replace("/tmp/", f"{tmp_path}/")

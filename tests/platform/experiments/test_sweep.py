@@ -15,7 +15,7 @@ def test_ranges_parse(spec, kind):
     assert parse_spec("x", spec)["kind"] == kind
 
 
-@pytest.mark.parametrize("spec", ["abc:1", "1:2:3:4", "5:1", "0:1:log", ""])
+@pytest.mark.parametrize("spec", ["abc:1", "1:2:3:4", "5:1", "0:1:log", "", ",", " , ,"])
 def test_unparseable_range_names_the_parameter_and_the_forms(spec):
     with pytest.raises(ValueError, match=r"Expected `lr` to be a sweep range .*LOW:HIGH:log.*A,B,C"):
         parse_spec("lr", spec)
@@ -116,3 +116,43 @@ def test_a_seeded_sweep_proposes_the_same_parameters_again(fresh_store):
     assert drawn[0] == drawn[1] and len({t["lr"] for t in drawn[0]}) == 4
     with pytest.raises(ValueError, match="Expected `seed`"):
         ex.sweep(objective, space, trials=1, metric="score", seed="7")
+
+
+def test_continuing_a_study_with_another_metric_or_direction_is_refused(fresh_store):
+    def objective(lr):
+        return lr
+
+    ex.sweep(objective, {"lr": "0:1"}, trials=1, metric="score", direction="maximize", name="cont", wait=True)
+    for kw, wrong in (({"metric": "other", "direction": "maximize"}, r"`metric`.*Received: metric='other'"),
+                      ({"metric": "score", "direction": "minimize"}, r"`direction`.*Received: direction='minimize'")):
+        with pytest.raises(ValueError, match=wrong + r".*HINT: give another name \(--name\) to start a new study, or "
+                                                     r"continue this one with .*--metric score --direction maximize"):
+            ex.sweep(objective, {"lr": "0:1"}, trials=1, name="cont", **kw)
+    again = ex.sweep(objective, {"lr": "0:1"}, trials=1, metric="score", direction="maximize", name="cont", wait=True)
+    assert len(again.trials()) == 2  # the same objective continues
+
+
+def test_sweep_command_words_its_own_options(fit_notebook, fresh_store, data_home, capsys):
+    from sampan.cli import main
+
+    assert main(["sweep", str(fit_notebook)]) == 2
+    err = capsys.readouterr().err
+    assert "HINT: pass at least one -p KEY=RANGE" in err and "{'lr'" not in err
+    assert main(["sweep", str(fit_notebook), "-p", "lr=0.1", "--trials", "0"]) == 2
+    assert "Received: --trials=0. HINT: pass --trials 1 or more" in capsys.readouterr().err
+    assert main(["sweep", str(fit_notebook), "-p", "width=,"]) == 2
+    assert "Expected `width` to be a sweep range" in capsys.readouterr().err
+    assert main(["sweep", str(fit_notebook), "-p", "lr=0.1", "--kernel", "no-such-kernel"]) == 2
+    err = capsys.readouterr().err
+    assert "Expected `kernel` to be an installed Jupyter kernel (" in err and "no-such-kernel" in err
+    assert not (data_home / "sweeps").exists()
+
+
+def test_sweep_command_prints_why_trials_failed_and_where_the_log_is(fit_notebook, fresh_store, data_home, capsys):
+    from sampan.cli import main
+
+    assert main(["sweep", str(fit_notebook), "-p", "fail=True", "--trials", "1", "--jobs", "3", "--name", "f"]) == 1
+    out, err = capsys.readouterr()
+    assert "sweep f: 1 trials on 1 worker(s)" in out
+    assert "error: ValueError: this trial was asked to fail" in out
+    assert f"worker log: {data_home / 'sweeps' / 'f' / 'worker-0.log'}" in err and "no trial completed" in err

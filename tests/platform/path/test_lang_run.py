@@ -67,3 +67,29 @@ def test_path_list_in_the_locale_language_and_unknown_languages(planted, monkeyp
             raise AssertionError(f"{command} accepted --lang fr")
         err = capsys.readouterr().err
         assert "Expected `--lang` to be one of en, zh. Received: --lang='fr'" in err, command
+
+
+def test_the_notes_of_a_chinese_run_are_chinese(planted, tmp_path, monkeypatch):
+    from markupsafe import escape
+
+    from sampan.path import runner
+
+    for name in ("a", "b", "c"):
+        planted.notebook(f"01-beginner/{name}.ipynb", "x = 1")
+    manifest = planted.manifest([{"id": "beginner", "lessons": [
+        {"id": "a", "notebook": "01-beginner/a.ipynb"},
+        {"id": "b", "notebook": "01-beginner/b.ipynb", "requires": ["a"]},
+        {"id": "c", "notebook": "01-beginner/c.ipynb"}]}])
+    error = {"cell_index": 2, "execution_count": 3, "source": "boom()", "ename": "ValueError", "evalue": "boom",
+             "traceback": ""}
+    monkeypatch.setattr(runner, "_execute", lambda *args: dict(error))
+    notes = {}
+    for lang in ("zh", "en"):
+        report = sampan.path.run(manifest=manifest, output_dir=tmp_path / lang, progress=False, lang=lang)
+        notes[lang] = [r.reason for r in report.lessons]
+        page = report.html_path.read_text(encoding="utf-8")
+        assert all(str(escape(note)) in page for note in notes[lang])  # the Notes column
+    assert notes["zh"] == ["第 2 个单元格出错：ValueError：boom", "先修课程 'a' 在本次运行中失败",
+                           "前面的课程失败了（加上 --keep-going 可继续运行其余课程）"]
+    assert notes["en"] == ["ValueError in cell 2: boom", "prerequisite 'a' failed in this run",
+                           "an earlier lesson failed (use --keep-going to run the rest)"]

@@ -91,3 +91,12 @@ def test_the_shipped_path_is_valid():
         assert lesson.notebook.is_file()
         kernel = json.loads(lesson.notebook.read_text(encoding="utf-8"))["metadata"]["kernelspec"]["name"]
         assert kernel == "sampan", f"lesson {lesson.id} names kernel {kernel!r}; lessons use the Sampan kernel"
+
+
+def test_a_relative_manifest_reads_as_its_absolute_file(course, monkeypatch):
+    file = course.manifest([{"id": "beginner", "lessons": [_lesson("a"), _lesson("b")]}])
+    monkeypatch.chdir(file.parent)
+    path = load_path("path.yaml")
+    assert path.file == file.resolve() and path.root.is_absolute()
+    # lesson links in the index, `path list` and the reports stay relative to the course folder
+    assert [x.relative_notebook(path.root) for x in path.lessons] == ["01-beginner/a.ipynb", "01-beginner/b.ipynb"]

@@ -305,3 +305,24 @@ def test_the_sanitiser_keeps_document_markup_and_drops_what_runs():
     assert "javascript:" not in dropped and "data:text/html" not in dropped and "onerror" not in dropped
     assert "style=" not in dropped and "<iframe" not in dropped and "<svg" not in dropped and "<style" not in dropped
     assert '<img src="x.png">' in dropped and "<a>a</a>" in dropped and "<a>b</a>" in dropped
+
+
+def test_a_relative_manifest_keeps_the_pages_in_the_site_with_relative_links(built, tmp_path, monkeypatch):
+    _, manifest, run_dir, *_ = built
+    before = sorted(manifest.parent.rglob("*.html"))
+    monkeypatch.chdir(manifest.parent)
+    site = build_site(run_dir, out=tmp_path / "rel", manifest="path.yaml")
+    assert sorted(manifest.parent.rglob("*.html")) == before == []  # nothing written beside the course sources
+    assert site.pages["intro"] == tmp_path / "rel" / "01-beginner" / "intro.html" and site.pages["intro"].is_file()
+    assert 'href="01-beginner/intro.html"' in site.index.read_text(encoding="utf-8")
+
+
+def test_a_page_outside_the_site_folder_is_refused(built, tmp_path, monkeypatch):
+    from sampan.errors import UnsafeFileError
+    from sampan.path.manifest import Lesson
+
+    _, manifest, run_dir, *_ = built
+    monkeypatch.setattr(Lesson, "relative_notebook", lambda self, root: str(tmp_path / "elsewhere" / "x.ipynb"))
+    with pytest.raises(UnsafeFileError, match=r"outside the site folder.*HINT: keep every lesson notebook inside"):
+        build_site(run_dir, out=tmp_path / "site", manifest=manifest)
+    assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "site").exists()

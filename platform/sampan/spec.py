@@ -1,6 +1,7 @@
 """``InputSpec``: the shape, dtype and name of one model input (``paddle.static.InputSpec``)."""
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -12,17 +13,40 @@ _DTYPES = {
     "float32": torch.float32, "float": torch.float32, "float16": torch.float16, "half": torch.float16,
     "bfloat16": torch.bfloat16, "float64": torch.float64, "double": torch.float64,
     "int64": torch.int64, "long": torch.int64, "int32": torch.int32, "int": torch.int32,
-    "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
+    "int16": torch.int16, "short": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
 }
 
 
-def to_torch_dtype(dtype: str | torch.dtype, *, argument: str = "dtype") -> torch.dtype:
-    """Maps ``"float32"`` (or a ``torch.dtype``) to the ``torch.dtype``."""
+def to_torch_dtype(dtype: Any, *, argument: str = "dtype") -> torch.dtype:
+    """Maps ``"float32"``, a ``torch.dtype`` or a NumPy dtype (``np.float32``, ``np.dtype("int64")``) to the
+    ``torch.dtype``.
+
+    Example:
+        >>> to_torch_dtype("int64"), to_torch_dtype(torch.float16)
+        (torch.int64, torch.float16)
+    """
     if isinstance(dtype, torch.dtype):
         return dtype
-    if isinstance(dtype, str) and dtype.replace("torch.", "") in _DTYPES:
-        return _DTYPES[dtype.replace("torch.", "")]
-    raise ValueError(bad_argument(argument, dtype, f"one of {sorted(_DTYPES)} or a torch.dtype"))
+    name = dtype.replace("torch.", "") if isinstance(dtype, str) else _numpy_dtype_name(dtype)
+    if name in _DTYPES:
+        return _DTYPES[name]
+    if name == "uint16":  # Paddle's InputSpec writes bfloat16 as uint16
+        raise ValueError(bad_argument(argument, dtype, f"one of {sorted(_DTYPES)} or a torch.dtype",
+                                      "Paddle stores bfloat16 as uint16; write dtype='bfloat16'"))
+    raise ValueError(bad_argument(argument, dtype, f"one of {sorted(_DTYPES)}, a torch.dtype or a NumPy dtype"))
+
+
+def _numpy_dtype_name(dtype: Any) -> str | None:
+    """``"float32"`` for ``np.float32`` or ``np.dtype("float32")``; None for anything else."""
+    owner = dtype.__module__ if isinstance(dtype, type) else type(dtype).__module__
+    if not str(owner).startswith("numpy"):
+        return None
+    import numpy as np
+
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return None
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -38,9 +62,11 @@ class InputSpec:
     and ``torch.export``, and by the inference predictor to validate inputs.
 
     Args:
-        shape: dimensions; ``None`` or ``-1`` for any size.
-        dtype: ``"float32"``, ``"int64"``, ... or a ``torch.dtype``.
+        shape: dimensions (ints, NumPy ints too); ``None`` or ``-1`` for any size.
+        dtype: ``"float32"``, ``"int64"``, ..., a ``torch.dtype`` or a NumPy dtype (``np.float32``).
         name: input name, used in error messages and exported graphs.
+        stop_gradient: accepted for Paddle parity and ignored: inputs carry no gradients into an
+            exported model, and ``sampan.Model`` takes gradients from the tensors themselves.
 
     Example:
         >>> spec = InputSpec([None, 1, 28, 28], "float32", "image")
@@ -51,6 +77,7 @@ class InputSpec:
     shape: tuple = field(default=())
     dtype: Any = "float32"
     name: str | None = None
+    stop_gradient: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self):
         if not isinstance(self.shape, (list, tuple)):
@@ -58,10 +85,11 @@ class InputSpec:
                                          "write shape=[None, 1, 28, 28]"))
         dims = []
         for d in self.shape:
-            if d is None or d == -1:
+            size = _size(d)
+            if d is None or size == -1:
                 dims.append(None)
-            elif isinstance(d, int) and d > 0:
-                dims.append(int(d))
+            elif size is not None and size > 0:
+                dims.append(size)
             else:
                 raise ValueError(bad_argument("shape", list(self.shape),
                                               "positive ints, with None or -1 for dynamic dimensions"))
@@ -76,9 +104,13 @@ class InputSpec:
     def dynamic_dims(self) -> tuple[int, ...]:
         return tuple(i for i, d in enumerate(self.shape) if d is None)
 
-    def example(self, batch: int = 2, fill: int = 4) -> torch.Tensor:
-        """A random tensor matching the spec; dynamic dims take ``batch`` (dim 0) or ``fill``."""
-        shape = [d if d is not None else (batch if i == 0 else fill) for i, d in enumerate(self.shape)]
+    def example(self, batch: int = 2, fill: int = 4, like: Sequence[int] | None = None) -> torch.Tensor:
+        """A random tensor matching the spec; dynamic dims take ``batch`` (dim 0), else their size in ``like``
+        (a shape of this rank, e.g. the traced example's), else ``fill``."""
+        if like is not None and len(like) != len(self.shape):
+            like = None
+        shape = [d if d is not None else (batch if i == 0 else fill if like is None else like[i])
+                 for i, d in enumerate(self.shape)]
         if self.torch_dtype.is_floating_point:
             return torch.randn(shape, dtype=self.torch_dtype)
         if self.torch_dtype == torch.bool:
@@ -128,6 +160,16 @@ class InputSpec:
         return cls(shape, tensor.dtype, name)
 
 
+def _size(dim: Any) -> int | None:
+    """``dim`` as an int (a Python or NumPy integer; not a bool, not a float), else None."""
+    if isinstance(dim, bool):
+        return None
+    try:
+        return operator.index(dim)
+    except TypeError:
+        return None
+
+
 def as_specs(value: Any, argument: str = "inputs") -> list[InputSpec] | None:
     """Normalises ``None``, one spec, or a list of specs into a list (or None)."""
     if value is None:
@@ -172,8 +214,10 @@ def normalize_specs(input_spec: Any, *, argument: str = "input_spec") -> list[In
     return specs
 
 
-def example_inputs(specs: list[InputSpec], *, batch: int = 2, fill: int = 8, seed: int = 0) -> tuple[torch.Tensor, ...]:
-    """Deterministic example tensors for ``specs`` (dynamic dims take ``batch`` for dim 0, else ``fill``).
+def example_inputs(specs: list[InputSpec], *, batch: int = 2, fill: int = 8, seed: int = 0,
+                   like: Sequence[Sequence[int]] | None = None) -> tuple[torch.Tensor, ...]:
+    """Deterministic example tensors for ``specs`` (dynamic dims take ``batch`` for dim 0, else their size in
+    ``like``, one shape per spec such as the traced examples' that ``meta.json`` keeps, else ``fill``).
 
     The one builder of example inputs (export, quantization, pruning, FLOP counting); it leaves the
     global random state as it was.
@@ -181,10 +225,13 @@ def example_inputs(specs: list[InputSpec], *, batch: int = 2, fill: int = 8, see
     Example:
         >>> [t.shape for t in example_inputs([InputSpec([None, 3])], batch=1)]
         [torch.Size([1, 3])]
+        >>> [t.shape for t in example_inputs([InputSpec([None, 1, None, None])], batch=3, like=[[2, 1, 28, 28]])]
+        [torch.Size([3, 1, 28, 28])]
     """
+    likes = list(like) if like is not None and len(like) == len(specs) else [None] * len(specs)
     state = torch.random.get_rng_state()
     try:
         torch.manual_seed(seed)
-        return tuple(s.example(batch=batch, fill=fill) for s in specs)
+        return tuple(s.example(batch=batch, fill=fill, like=shape) for s, shape in zip(specs, likes))
     finally:
         torch.random.set_rng_state(state)

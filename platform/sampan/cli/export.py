@@ -60,8 +60,25 @@ def _build_network(factory: str | None, checkpoint: Path):
                                       "write --network sampan.vision.models:LeNet"))
     network = _load_factory(factory)()
     state = _read_state(checkpoint, torch)
+    _check_fits(network, state, factory, checkpoint)
     network.load_state_dict(state)
     return network.eval()
+
+
+def _check_fits(network, state: dict, factory: str, checkpoint: Path) -> None:
+    """Refuses a checkpoint whose weights do not fit what ``--network`` builds, listing the keys (no traceback)."""
+    from sampan.errors import CheckpointError
+    from sampan.hapi.checkpoint import load_weights
+
+    try:
+        load_weights(network, state, path=str(checkpoint), check_only=True)
+    except CheckpointError as exc:
+        details = str(exc).split("\nHINT:", 1)[0]
+        raise CheckpointError(
+            f"{details}\nThe network built by --network {factory} ({type(network).__name__}) does not fit it. "
+            f"HINT: pass the --network MODULE:FACTORY that built the network this checkpoint was saved from "
+            f"(with the same sizes, e.g. num_classes).", path=str(checkpoint), missing=exc.missing,
+            unexpected=exc.unexpected, mismatched=exc.mismatched) from None
 
 
 def _load_factory(factory: str):
@@ -101,11 +118,16 @@ def _read_state(checkpoint: Path, torch) -> dict:
 def _from_pt2(path: Path, specs):
     from sampan.jit import _artifacts as art
     from sampan.jit import _safety
+    from sampan.jit._specs import example_shapes
+    from sampan.spec import example_inputs
 
     prefix = art.prefix_of(path)
     meta = art.read_metadata(prefix)
     file = art.check_artifact(prefix, meta, "pt2")
-    return _safety.load_pt2(file), specs or meta["_specs"], meta["outputs"]
+    specs = specs or meta["_specs"]
+    # traced again at the sizes it was exported with (a network may need more than the default 8)
+    examples = example_inputs(specs, batch=2, like=example_shapes(meta, specs))
+    return _safety.load_pt2(file), specs, meta["outputs"], examples
 
 
 def export_checkpoint(args) -> Path:
@@ -114,11 +136,19 @@ def export_checkpoint(args) -> Path:
     checkpoint = Path(args.checkpoint)
     specs = [parse_input_spec(s) for s in args.input_spec]
     names = args.output_name
+    examples = None
     if checkpoint.name.endswith(".pt2"):
-        network, specs, saved_names = _from_pt2(checkpoint, specs)
+        network, specs, saved_names, examples = _from_pt2(checkpoint, specs)
         names = names or saved_names
         default_prefix = Path(str(art.prefix_of(checkpoint)))
     else:
+        if not specs:  # a checkpoint holds weights, not the shapes of the network's inputs
+            from sampan.errors import bad_argument
+
+            raise ValueError(bad_argument(
+                "--input-spec", None, "given once per input of the network when CHECKPOINT is not an exported "
+                ".pt2 (a checkpoint holds weights, not input shapes)",
+                "add --input-spec NAME:DTYPE:SHAPE, e.g. --input-spec image:float32:None,1,28,28"))
         network = _build_network(args.network, checkpoint)
         default_prefix = checkpoint.with_suffix("")
     prefix = Path(args.output) if args.output else default_prefix
@@ -126,10 +156,11 @@ def export_checkpoint(args) -> Path:
     if args.format == "onnx":
         from sampan.onnx import export
 
-        return export(network, prefix, input_spec=specs, output_names=names, verify=verify)
+        return export(network, prefix, input_spec=specs, output_names=names, verify=verify, examples=examples)
     from sampan.jit import save
 
-    return save(network, prefix, input_spec=specs, format=args.format, output_names=names, verify=verify)
+    return save(network, prefix, input_spec=specs, format=args.format, output_names=names, verify=verify,
+                examples=examples)
 
 
 def run(args) -> int:

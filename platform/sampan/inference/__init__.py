@@ -1,9 +1,9 @@
 """``sampan.inference``: serve exported models (``paddle.inference``).
 
 A :class:`Config` names the model (the prefix given to ``sampan.jit.save`` /
-``sampan.onnx.export``) and the device; :func:`create_predictor` picks the backend:
+``sampan.onnx.export``, or one of its files) and the device; :func:`create_predictor` picks the backend:
 the ``torch.export`` program, the AOTInductor package or ONNX Runtime (by default the
-fastest of those that agree with each other on this device). With
+fastest of those that agree with each other on this device; the file itself when the Config names one). With
 ``Config.enable_mkldnn_bfloat16()`` a bfloat16 candidate joins them on CPUs with native bf16
 (:mod:`sampan.inference.bf16`), and with ``Config.enable_winograd()`` an fp32 one whose 3 x 3 convolutions
 run by Winograd (:mod:`sampan.inference.winograd`); ``Predictor.report()`` says what each candidate computes in.

@@ -15,10 +15,14 @@ from sampan.spec import InputSpec
 def refusal(config, exported: dict, *, considered: str, on_gpu: str,
             here: Callable[[], str | None] = lambda: None) -> str | None:
     """Why a candidate cannot be tried for ``config``, or None when it can: a backend set (``considered`` says
-    what would be considered with 'auto'), a GPU (``on_gpu``), this machine (``here()``), no ``.pt2`` program."""
+    what would be considered with 'auto'), a file other than the ``.pt2`` named, a GPU (``on_gpu``), this machine
+    (``here()``), no ``.pt2`` program."""
     if config.backend != "auto":
         return (f"Config.set_backend({config.backend!r}) asks for that backend only; {considered} with "
                 "set_backend('auto')")
+    if config.file_format not in (None, "pt2"):
+        return (f"Config names the {config.file_format} file, which is served as it is; {considered} for "
+                "Config(prefix) or Config('....pt2')")
     if config.use_gpu():
         return on_gpu
     reason = here()

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from sampan.inference import _pt2_candidate
+from sampan.jit._specs import flatten_outputs
 from sampan.jit.to_static import FrozenBackend
 from sampan.spec import InputSpec
 
@@ -54,8 +55,7 @@ def compile_bf16(module: torch.nn.Module, specs: list[InputSpec]) -> Callable:
     def forward(*args):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out = module(*args)
-        outs = out if isinstance(out, (list, tuple)) else [out]
-        return [o.float() if o.dtype == torch.bfloat16 else o for o in outs]
+        return [o.float() if o.dtype == torch.bfloat16 else o for o in flatten_outputs(out)]
 
     return _pt2_candidate.compile_frozen(forward, specs, FrozenBackend("inductor"))  # graphs of its own
 

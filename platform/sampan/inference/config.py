@@ -21,7 +21,12 @@ class Config:
 
     Args:
         model_path: the prefix given to ``sampan.jit.save`` / ``sampan.onnx.export`` (e.g.
-            ``"out/lenet"``), or one of its files (``.pt2``, ``.aoti.pt2``, ``.onnx``, ``.meta.json``).
+            ``"out/lenet"``: every artifact of it is a candidate), or one of its files: ``.pt2``, ``.aoti.pt2``
+            or ``.onnx`` serves that file (as ``sampan.jit.load`` does; :meth:`set_backend` still picks
+            another), ``.meta.json`` is the prefix.
+        params_file: Paddle's second file (``Config("lenet.pdmodel", "lenet.pdiparams")``). Sampan keeps the
+            weights inside the one model file, so it is accepted and ignored when it names the same model
+            (``out/lenet.pdiparams`` beside ``out/lenet.pt2``); another path is refused.
 
     Example:
         >>> config = sampan.inference.Config("out/lenet")   # doctest: +SKIP
@@ -30,22 +35,44 @@ class Config:
     """
 
     model_path: str | os.PathLike
-    _use_gpu: bool = field(default=False, repr=False)
-    _device_id: int = field(default=0, repr=False)
-    _threads: int | None = field(default=None, repr=False)
-    _backend: str = field(default="auto", repr=False)
-    _warmup: int = field(default=2, repr=False)
-    _bf16_max_rel_error: float | None = field(default=None, repr=False)
-    _winograd: bool | None = field(default=None, repr=False)  # None: on its own where it pays (winograd_auto)
+    params_file: str | os.PathLike | None = field(default=None, repr=False)
+    # settings are changed through the methods below, never as constructor arguments (Paddle's second
+    # positional argument is the weights file: it must not land in _use_gpu)
+    _use_gpu: bool = field(default=False, init=False, repr=False)
+    _device_id: int = field(default=0, init=False, repr=False)
+    _threads: int | None = field(default=None, init=False, repr=False)
+    _backend: str = field(default="auto", init=False, repr=False)
+    _warmup: int = field(default=2, init=False, repr=False)
+    _bf16_max_rel_error: float | None = field(default=None, init=False, repr=False)
+    _winograd: bool | None = field(default=None, init=False, repr=False)  # None: on its own where it pays
 
     def __post_init__(self):
         if not isinstance(self.model_path, (str, os.PathLike)):
             raise TypeError(bad_argument("model_path", self.model_path, "a path (str or os.PathLike)",
                                          "pass the prefix used with sampan.jit.save, e.g. 'out/lenet'"))
+        if self.params_file is not None:
+            self._check_params_file()
+
+    def _check_params_file(self) -> None:
+        companion = f"{_stem(self.model_path)}.pdiparams"
+        expected = f"left out, or the companion of model_path ({companion!r})"
+        fix = (f"Sampan keeps the weights inside the model file: write Config({os.fspath(self.model_path)!r}) "
+               "alone")
+        if not isinstance(self.params_file, (str, os.PathLike)):
+            raise TypeError(bad_argument("params_file", self.params_file, expected, fix))
+        if _stem(self.params_file) != _stem(self.model_path):
+            raise ValueError(bad_argument("params_file", os.fspath(self.params_file), expected, fix))
 
     @property
     def prefix(self) -> Path:
         return art.prefix_of(self.model_path)
+
+    @property
+    def file_format(self) -> str | None:
+        """The format of the file ``model_path`` names by its suffix (``"pt2"``, ``"aoti"``, ``"onnx"``), or None
+        for a prefix (or its ``.meta.json``)."""
+        text = os.fspath(self.model_path)
+        return next((fmt for fmt, suffix in art.SUFFIXES.items() if text.endswith(suffix)), None)
 
     # -- device ------------------------------------------------------------------------------------
     def enable_use_gpu(self, memory_pool_init_size_mb: int = 100, device_id: int = 0) -> None:
@@ -151,7 +178,8 @@ class Config:
 
     # -- backend and warm-up -----------------------------------------------------------------------
     def set_backend(self, backend: Backend | str) -> None:
-        """``"auto"`` (fastest verified for the device), ``"pt2"`` (exported program), ``"aoti"`` or ``"onnxruntime"``."""
+        """``"auto"`` (the fastest verified artifact of the prefix for the device; the file itself when ``model_path``
+        names one), ``"pt2"`` (exported program), ``"aoti"`` or ``"onnxruntime"``."""
         key = _ALIASES.get(str(backend).lower())
         if key is None:
             raise ValueError(bad_argument("backend", backend, "one of 'auto', 'pt2', 'aoti', 'onnxruntime'"))
@@ -176,3 +204,15 @@ class Config:
                 f"cpu threads: {self._threads or 'default'}, warm-up steps: {self._warmup}, "
                 f"bf16: {'on' if self.mkldnn_bfloat16_enabled() else 'off'}, "
                 f"winograd: {'auto' if self.winograd_auto() else 'on' if self.winograd_enabled() else 'off'}")
+
+
+_PADDLE_SUFFIXES = (".pdiparams", ".pdmodel")
+
+
+def _stem(path: str | os.PathLike) -> str:
+    """``out/lenet`` for ``out/lenet.pt2``, ``out/lenet.pdiparams``, ``out/lenet.pdmodel``, ``out/lenet``."""
+    text = os.fspath(art.prefix_of(path))
+    for suffix in _PADDLE_SUFFIXES:
+        if text.endswith(suffix):
+            return os.path.normpath(text[: -len(suffix)])
+    return os.path.normpath(text)

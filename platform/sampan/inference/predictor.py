@@ -15,7 +15,7 @@ from sampan.inference import bf16, winograd
 from sampan.inference.config import Config
 from sampan.jit import _artifacts as art
 from sampan.jit import amx as jit_amx
-from sampan.jit._specs import allclose, check_inputs, example_inputs, max_abs_diff
+from sampan.jit._specs import allclose, check_inputs, example_inputs, example_shapes, flatten_outputs, max_abs_diff
 from sampan.spec import InputSpec
 
 _FORMAT = {"pt2": "pt2", "aoti": "aoti", "onnxruntime": "onnx"}
@@ -46,8 +46,15 @@ class _TorchBackend:
         tensors = [torch.from_numpy(np.ascontiguousarray(a)).to(self.device) for a in arrays]
         with torch.inference_mode():
             out = self.runner(*tensors)
-        outs = out if isinstance(out, (list, tuple)) else [out]
-        return [o.detach().cpu().numpy() for o in outs]
+        return [_own_array(o) for o in flatten_outputs(out)]  # a dict or nested tuples: flat, as the names are
+
+
+def _own_array(tensor: torch.Tensor) -> np.ndarray:
+    """An output as an array of its own: a program may return a buffer of the model or an input as it is, and
+    ``numpy()`` shares memory, so writing into the returned array would change the model or the caller's input.
+    The copy costs about a microsecond for a classifier's logits (a memcpy of the output)."""
+    tensor = tensor.detach()
+    return tensor.numpy().copy() if tensor.device.type == "cpu" else tensor.cpu().numpy()
 
 
 class _OrtBackend:
@@ -84,12 +91,17 @@ def _load_backend(name: str, file, config: Config, specs: list[InputSpec]):
                        [s.name for s in specs])
 
 
+_BACKEND = {fmt: name for name, fmt in _FORMAT.items()}
+
+
 def _candidates(config: Config, meta: dict) -> list[str]:
     exported = meta["artifacts"]
-    if config.backend != "auto":
-        if _FORMAT[config.backend] not in exported:
-            art.check_artifact(config.prefix, meta, _FORMAT[config.backend])  # raises, naming what exists
-        return [config.backend]
+    # a backend set, else a file named with its suffix (Config("out/lenet.pt2")), is the only candidate
+    backend = config.backend if config.backend != "auto" else _BACKEND.get(config.file_format)
+    if backend is not None:
+        if _FORMAT[backend] not in exported:
+            art.check_artifact(config.prefix, meta, _FORMAT[backend])  # raises, naming what exists
+        return [backend]
     names = [n for n in ("pt2", "aoti", "onnxruntime") if _FORMAT[n] in exported]
     on_gpu = config.use_gpu()
     # an AOTInductor package runs only on the device it was compiled for
@@ -132,6 +144,7 @@ class Predictor:
         self._meta = art.read_metadata(config.prefix)
         self._specs: list[InputSpec] = self._meta["_specs"]
         self._outputs: list[str] = self._meta["outputs"]
+        self._example_shapes = example_shapes(self._meta, self._specs)
         self._fast = [(np.dtype(s.dtype) if s.dtype != "bfloat16" else None, len(s.shape),  # numpy interns dtypes
                        [(i, d) for i, d in enumerate(s.shape) if d is not None]) for s in self._specs]
         self.timings: dict[str, float] = {}
@@ -165,10 +178,11 @@ class Predictor:
         extra = [n for n in (bf16.NAME, winograd.NAME) if n in names and n not in self.rejected]
         if len(loaded) == 1 and not extra:
             name = next(iter(loaded))
-            why = "requested by Config.set_backend" if self.config.backend != "auto" else "the only one that loaded"
+            why = ("requested by Config.set_backend" if self.config.backend != "auto"
+                   else "the file Config names" if self.config.file_format else "the only one that loaded")
             self._record(names, {}, name, why)
             return name, loaded[name]
-        sample = [t.numpy() for t in example_inputs(self._specs, batch=1, seed=2)]
+        sample = self._sample(batch=1, seed=2)
         outputs = {name: run(sample) for name, run in loaded.items()}
         # the first artifact is torch.export's program of the eager model (checked against eager when saved)
         first = next(iter(outputs))
@@ -218,7 +232,7 @@ class Predictor:
             run = _TorchBackend(bf16.compile_bf16(self._pt2_module(loaded), self._specs), "cpu")
             error = bf16.relative_error(run(sample), reference)
             if any(s.dynamic_dims for s in self._specs):
-                sample2 = [t.numpy() for t in example_inputs(self._specs, batch=2, seed=4)]
+                sample2 = self._sample(batch=2, seed=4)
                 error = max(error, bf16.relative_error(run(sample2), loaded[first](sample2)))
         except UnsafeFileError:
             raise  # a tampered .pt2 is refused outright, as for the fp32 candidates
@@ -245,7 +259,7 @@ class Predictor:
             run = _TorchBackend(compiled, "cpu")
             checks = [(run(sample), reference)]
             if any(s.dynamic_dims for s in self._specs):
-                sample2 = [t.numpy() for t in example_inputs(self._specs, batch=2, seed=4)]
+                sample2 = self._sample(batch=2, seed=4)
                 checks.append((run(sample2), loaded[first](sample2)))
         except UnsafeFileError:
             raise
@@ -313,10 +327,19 @@ class Predictor:
     def input_spec(self) -> list[InputSpec]:
         return list(self._specs)
 
-    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Runs the model: one array per input, in ``get_input_names()`` order; returns one array per output."""
+    def run(self, inputs: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Runs the model: one array per input, in ``get_input_names()`` order; returns one array per output
+        (in ``get_output_names()`` order, nested tuples and dicts flattened), each an array of its own.
+
+        Paddle's handles (``get_input_handle(name).copy_from_cpu(x)``, then ``run()``) have no counterpart:
+        pass the arrays here and read the returned list."""
         if self._fits(inputs):  # the common case, checked cheaply: small models are served in microseconds
             return self._run(inputs)
+        if inputs is None:
+            raise TypeError(bad_argument(
+                "inputs", None, f"a list of numpy arrays, one per input {self.get_input_names()}",
+                "Sampan's predictor has no input handles to fill first (Paddle's copy_from_cpu): call "
+                "outputs = predictor.run([array, ...]); it returns the output arrays"))
         if not isinstance(inputs, (list, tuple)):
             raise TypeError(bad_argument("inputs", inputs, "a list of numpy arrays, one per input",
                                          f"pass [array] for inputs {self.get_input_names()}"))
@@ -338,9 +361,23 @@ class Predictor:
 
     def warmup(self, steps: int | None = None) -> None:
         """Runs ``steps`` (default ``config.warmup_steps``) calls on a sample so the first real call is fast."""
-        sample = [t.numpy() for t in example_inputs(self._specs, batch=1, seed=3)]
+        sample = self._sample(batch=1, seed=3)
         for _ in range(self.config.warmup_steps if steps is None else steps):
             self._run(sample)
+
+    def _sample(self, *, batch: int, seed: int) -> list[np.ndarray]:
+        """Random inputs at ``batch``, other dynamic dimensions at the sizes the model was exported with
+        (``example_shapes`` in meta.json; 8 for files written before Sampan kept them)."""
+        return [t.numpy() for t in example_inputs(self._specs, batch=batch, seed=seed, like=self._example_shapes)]
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _PADDLE_HANDLES:
+            raise AttributeError(
+                f"Predictor has no {name}(): Sampan's predictor takes and returns NumPy arrays, without handles. "
+                f"HINT: outputs = predictor.run([array, ...]) with one array per input {self.get_input_names()}; "
+                f"outputs is a list of arrays, one per output {self.get_output_names()} "
+                "(see docs/MIGRATING_FROM_PADDLE.md, 'Static graph and deployment').")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def precision(self) -> str:
@@ -350,6 +387,11 @@ class Predictor:
         specs = ", ".join(f"{s.name}: {s.to_list()} {s.dtype}" for s in self._specs)
         return (f"Predictor(backend={self.backend!r}, precision={self.precision!r}, device={self.config.device!r}, "
                 f"inputs=[{specs}])")
+
+
+# Paddle Inference's handle API (and its older names): refused with a pointer to run([array])
+_PADDLE_HANDLES = frozenset({"get_input_handle", "get_output_handle", "get_input_tensor", "get_output_tensor",
+                             "zero_copy_run"})
 
 
 def _precision(backend: str) -> str:

@@ -33,6 +33,7 @@ from typing import Callable
 import torch
 
 from sampan.inference import _pt2_candidate
+from sampan.jit._specs import flatten_outputs
 from sampan.jit.to_static import FrozenBackend
 from sampan.spec import InputSpec
 
@@ -83,8 +84,7 @@ def compile_winograd(module: torch.nn.Module, specs: list[InputSpec], only_f4: b
     backend.kinds = []  # per graph compiled (batch 1 first, then larger batches): what computes its convolutions
 
     def forward(*args):
-        out = module(*args)
-        return list(out) if isinstance(out, (list, tuple)) else [out]
+        return flatten_outputs(module(*args))
 
     return _pt2_candidate.compile_frozen(forward, specs, backend), backend
 

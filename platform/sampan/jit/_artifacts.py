@@ -76,8 +76,13 @@ def weights_digest(layer: torch.nn.Module) -> str:
 
 
 def record_artifact(prefix: Path, fmt: Format, *, specs: list[InputSpec], output_names: list[str],
-                    device: str, check: dict[str, Any], weights: str) -> Path:
-    """Adds (or replaces) one artifact in ``prefix.meta.json``; other formats stay when the specs agree."""
+                    device: str, check: dict[str, Any], weights: str,
+                    example_shapes: list[list[int]] | None = None) -> Path:
+    """Adds (or replaces) one artifact in ``prefix.meta.json``; other formats stay when the specs agree.
+
+    ``example_shapes``: the shapes of the inputs the artifact was traced with; the predictor and later checks
+    build their samples at these sizes (a network may need more than the default 8 along a dynamic dimension).
+    None keeps those recorded by an earlier artifact of the same model."""
     path = meta_path(prefix)
     inputs = [s.to_dict() for s in specs]
     meta: dict[str, Any] = {}
@@ -90,6 +95,7 @@ def record_artifact(prefix: Path, fmt: Format, *, specs: list[InputSpec], output
             or meta.get("weights") != weights:
         meta = {}  # a different model or torch: older artifacts no longer belong to this prefix
     artifacts = meta.get("artifacts", {})
+    previous_shapes = meta.get("example_shapes")
     file = artifact_path(prefix, fmt)
     artifacts[fmt] = {"file": file.name, "sha256": sha256(file), "bytes": file.stat().st_size,
                       "device": device, "check": check}
@@ -104,6 +110,9 @@ def record_artifact(prefix: Path, fmt: Format, *, specs: list[InputSpec], output
         "weights": weights,
         "artifacts": artifacts,
     }
+    shapes = example_shapes if example_shapes is not None else previous_shapes
+    if shapes is not None:
+        meta["example_shapes"] = [[int(d) for d in shape] for shape in shapes]
     return atomic_write_json(path, meta)
 
 

@@ -18,6 +18,85 @@ def require_specs(input_spec: Any, *, what: str) -> list[InputSpec]:
     return specs
 
 
+def specs_or_static(input_spec: Any, layer: Any, *, what: str) -> list[InputSpec]:
+    """``input_spec``, else the one given to ``to_static`` for ``layer`` (as ``paddle.jit.save`` reuses it)."""
+    if input_spec is None and isinstance(layer, torch.nn.Module):
+        from sampan.jit.to_static import static_forward
+
+        static = static_forward(layer)
+        input_spec = static.input_spec if static is not None else None
+    return require_specs(input_spec, what=what)
+
+
+def prepare_examples(specs: list[InputSpec], examples: Any) -> tuple[torch.Tensor, ...]:
+    """The inputs to trace with: ``examples`` (one tensor, or one per spec) checked against ``specs``, else
+    random ones (batch 2, other dynamic dims 8).
+
+    ``torch.export`` specialises a dimension whose example size is 0 or 1 to that size, so a dynamic dimension
+    of size 1 in an example (one image) is doubled (the example repeated along it); size 0 is refused.
+
+    Example:
+        >>> [t.shape for t in prepare_examples([InputSpec([None, 3], name="x")], torch.ones(1, 3))]
+        [torch.Size([2, 3])]
+    """
+    if examples is None:
+        return example_inputs(specs, batch=2)
+    if isinstance(examples, torch.Tensor):
+        examples = (examples,)
+    elif not isinstance(examples, (list, tuple)):
+        raise TypeError(bad_argument("examples", examples, "a tensor, or a list of tensors (one per InputSpec)",
+                                     "write examples=[torch.randn(2, 1, 28, 28)]"))
+    examples = tuple(examples)
+    check_inputs(specs, examples, where="example")
+    out = []
+    for i, (spec, example) in enumerate(zip(specs, examples)):
+        for dim in spec.dynamic_dims:
+            if example.shape[dim] == 0:
+                raise ValueError(bad_argument(
+                    f"examples[{i}]", f"a tensor of shape {list(example.shape)}", f"a tensor for input {spec.name!r} "
+                    f"whose dynamic dimension {dim} is 1 or more (torch.export fixes a dimension traced at size 0)",
+                    "use a batch of 2 or more"))
+            if example.shape[dim] == 1:
+                example = torch.cat([example, example], dim=dim)
+        out.append(example)
+    return tuple(out)
+
+
+def output_names(names: Sequence[str] | None, count: int) -> list[str]:
+    """``names`` checked to be one per output, or ``output_0``, ``output_1``, ..."""
+    if not names:
+        return [f"output_{i}" for i in range(count)]
+    if isinstance(names, str):
+        names = [names]
+    names = list(names)
+    if len(names) != count:
+        raise ValueError(bad_argument("output_names", names, f"{count} name(s), one per output",
+                                      f"the network returns {count} tensor(s) (nested tuples and dicts flattened, "
+                                      "in order); name each, or leave output_names out"))
+    return names
+
+
+def example_shapes(meta: dict, specs: list[InputSpec]) -> list[list[int]] | None:
+    """The shapes the model was traced with (``example_shapes`` in ``meta.json``), or None when the file has
+    none (written by an older Sampan) or they do not fit ``specs``: samples then use the default sizes."""
+    shapes = meta.get("example_shapes")
+    if not isinstance(shapes, list) or len(shapes) != len(specs):
+        return None
+    for shape, spec in zip(shapes, specs):
+        if (not isinstance(shape, list) or len(shape) != len(spec.shape)
+                or not all(type(d) is int and d >= 0 for d in shape)):
+            return None
+        elements = 1
+        for d in shape:
+            elements *= d
+        if elements > _MAX_SAMPLE_ELEMENTS:  # the metadata file holds no checksum: no huge allocations from it
+            return None
+    return shapes
+
+
+_MAX_SAMPLE_ELEMENTS = 1 << 24  # 16 M elements per input: a 2 x 3 x 1024 x 1024 image batch is 6.3 M
+
+
 def check_inputs(specs: list[InputSpec], values: Sequence[Any], *, where: str = "input") -> None:
     """Raises ``ValueError`` naming the input when the count, rank, a static dim or the dtype is wrong."""
     if len(values) != len(specs):
@@ -103,10 +182,14 @@ def run_on_examples(layer: torch.nn.Module, specs: list[InputSpec], examples: Se
         given = ", ".join(f"{s.name} {s.to_list()} {s.dtype} (example {list(e.shape)})"
                           for s, e in zip(specs, examples) if isinstance(e, torch.Tensor))
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        dynamic = any(d for s in specs for d in s.dynamic_dims)  # a dynamic dimension besides the batch
+        hint = ("; for dynamic sizes (None) pass examples=[tensor, ...] of sizes the network takes (e.g. "
+                "examples=[torch.randn(2, 1, 28, 28)]): they are traced instead of the default size 8" if dynamic
+                else "")
         raise ValueError(
             f"Expected `input_spec` to describe inputs {type(layer).__name__} can take. Received: {given}; "
             f"layer `{where}` ({type(failed).__name__}) refused them: {first}. HINT: fix the InputSpec's shape "
-            f"or dtype to what the network's first layers expect (e.g. channels, features), or check the "
+            f"or dtype to what the network's first layers expect (e.g. channels, features){hint}, or check the "
             f"layer.") from exc
     finally:
         for handle in handles:

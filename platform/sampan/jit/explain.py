@@ -1,6 +1,7 @@
 """``sampan.jit.explain``: how many graphs ``torch.compile`` makes of a model, and why it breaks."""
 from __future__ import annotations
 
+import contextlib
 import linecache
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -154,10 +155,16 @@ def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> Exp
         >>> print(report)                                                 # doctest: +SKIP
         1 graph(s), 0 graph break(s), 9 op(s) captured. The whole forward is one static graph.
     """
-    original = getattr(layer, "_sampan_static", None)
-    target = original.original if original is not None else layer
-    with torch.no_grad():
-        result = torch._dynamo.explain(target)(*example_inputs, **example_kwargs)
+    from sampan.jit.save_load import eager_forward
+    from sampan.jit.to_static import static_forward
+
+    module = isinstance(layer, torch.nn.Module)
+    original = static_forward(layer) if module else getattr(layer, "_sampan_static", None)
+    with eager_forward(layer) if module and original is not None else contextlib.nullcontext():
+        # the Python forward, not the compiled wrapper: to_static(layer) or @to_static on the class's forward
+        target = layer if original is None else layer.forward if module else original.original
+        with torch.no_grad():
+            result = torch._dynamo.explain(target)(*example_inputs, **example_kwargs)
     choices = {_shapes(key): choice for key, choice in getattr(original, "choices", {}).items()}
     if getattr(original, "train_choice", None) is not None:
         choices["training"] = original.train_choice

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
+import types
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
@@ -13,7 +15,9 @@ from sampan.errors import CheckpointError, SampanError, bad_argument, first_line
 from sampan.jit import _artifacts as art
 from sampan.jit import _safety
 from sampan.jit._specs import (allclose, check_inputs, example_inputs, export_dynamic_shapes, flatten_outputs,
-                               max_abs_diff, require_specs, run_on_examples)
+                               max_abs_diff, prepare_examples, run_on_examples, specs_or_static)
+from sampan.jit._specs import output_names as checked_output_names
+from sampan.jit.to_static import StaticFunction
 from sampan.spec import InputSpec
 from sampan.utils.modes import eval_mode
 
@@ -33,18 +37,29 @@ class ExportMismatchError(SampanError):
 
 @contextlib.contextmanager
 def eager_forward(layer: nn.Module):
-    """Temporarily removes a ``to_static`` wrapper: export traces the Python ``forward``."""
+    """Temporarily removes a ``to_static`` wrapper: export traces the Python ``forward``.
+
+    Both kinds: ``to_static(layer)`` (a wrapper on the layer, taken off) and ``@to_static`` on the class's
+    ``forward`` (the undecorated function is bound on the layer for the block, shadowing the class's)."""
     if not isinstance(layer, nn.Module):
         raise TypeError(bad_argument("layer", layer, "an nn.Module", "wrap a function in an nn.Module to export it"))
-    static = layer.__dict__.get("forward")
-    if static is None or not hasattr(static, "_sampan_static"):
+    own = layer.__dict__.get("forward")
+    own = own if isinstance(own, StaticFunction) else None
+    decorated = inspect.getattr_static(type(layer), "forward", None)
+    decorated = decorated if isinstance(decorated, StaticFunction) else None
+    if own is None and decorated is None:
         yield layer
         return
-    del layer.forward
+    if own is not None:
+        del layer.forward
+    if decorated is not None:
+        layer.__dict__["forward"] = types.MethodType(decorated.original, layer)
     try:
         yield layer
     finally:
-        layer.forward = static
+        layer.__dict__.pop("forward", None)
+        if own is not None:
+            layer.forward = own
 
 
 def export_program(layer: nn.Module, specs: list[InputSpec], examples: tuple) -> torch.export.ExportedProgram:
@@ -53,12 +68,19 @@ def export_program(layer: nn.Module, specs: list[InputSpec], examples: tuple) ->
         return torch.export.export(layer, examples, dynamic_shapes=export_dynamic_shapes(specs), strict=False)
     except Exception as exc:
         text = str(exc)
+        fixed = any(word in text.lower() for word in ("specializ", "constraint", "conflicts between"))
         hint = ("a dimension marked None in the InputSpec is fixed by the model (e.g. a view to a constant size); "
-                "make it static in the InputSpec" if "specializ" in text.lower() or "constraint" in text.lower()
+                "make it static in the InputSpec" if fixed
                 else "run sampan.jit.explain(layer, *examples) to find graph breaks, and fix them")
-        first = first_line(exc)
-        raise SampanError(f"torch.export could not capture {type(layer).__name__} as one graph: {first}\n"
-                          f"HINT: {hint}.") from exc
+        # torch says which dimension, and why, below its first line
+        detail = text.strip().split("\n", 1)[1].strip() if fixed and "\n" in text.strip() else ""
+        if detail:
+            detail = "\ntorch.export said:\n" + (detail if len(detail) <= _DETAIL else detail[:_DETAIL] + " [...]")
+        raise SampanError(f"torch.export could not capture {type(layer).__name__} as one graph: {first_line(exc)}\n"
+                          f"HINT: {hint}.{detail}") from exc
+
+
+_DETAIL = 3000  # characters of torch's own explanation kept in the message
 
 
 def _check_outputs(fmt: str, got: Any, expected: Any, *, rtol: float, atol: float) -> dict:
@@ -74,31 +96,37 @@ def _check_outputs(fmt: str, got: Any, expected: Any, *, rtol: float, atol: floa
 def _aoti_package(program: torch.export.ExportedProgram, path: Path, device: str) -> None:
     from sampan.utils.io import atomic_path
 
-    with atomic_path(path) as tmp:
+    with atomic_path(path, keep_suffix=True) as tmp:  # a name ending in .pt2, as the packager wants
         tmp.unlink()  # the packager refuses to overwrite
-        torch._inductor.aoti_compile_and_package(program, package_path=os.fspath(tmp.with_suffix(".pt2")))
-        tmp.with_suffix(".pt2").rename(tmp)
+        torch._inductor.aoti_compile_and_package(program, package_path=os.fspath(tmp))
 
 
 def save(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSpec] | None = None, *,
          format: Literal["pt2", "aoti"] = "pt2", output_names: Sequence[str] | None = None,
-         examples: Sequence[torch.Tensor] | None = None, verify: bool = True, rtol: float = 1e-4,
+         examples: torch.Tensor | Sequence[torch.Tensor] | None = None, verify: bool = True, rtol: float = 1e-4,
          atol: float = 1e-4, device: str | None = None) -> Path:
     """Exports ``layer`` for deployment (``paddle.jit.save``): ``torch.export`` with dynamic dims.
 
     Writes ``path.pt2`` (``format="pt2"``, ``torch.export.save``) or ``path.aoti.pt2``
     (``format="aoti"``, ``torch._inductor.aoti_compile_and_package``, compiled for this CPU,
     or the GPU when ``device="cuda"``), and ``path.meta.json`` with the input specs, output
-    names, versions and checksums. With ``verify`` the artifact is run on a batch size other
-    than the example's and compared with eager.
+    names, the examples' shapes, versions and checksums. With ``verify`` the artifact is run on a batch size
+    other than the example's (other dynamic dims at the example's sizes) and compared with eager.
+    A layer whose ``forward`` was compiled by ``to_static`` (on the layer, or ``@to_static`` on its class's
+    ``forward``) is exported from its Python ``forward``.
 
     Args:
         layer: the network (put in ``eval()`` mode for export), or a ``torch.export.ExportedProgram``.
         path: prefix, e.g. ``"out/lenet"`` (a ``.pt2`` suffix is stripped).
-        input_spec: one ``sampan.InputSpec`` per input; ``None`` dims stay dynamic.
+        input_spec: one ``sampan.InputSpec`` per input; ``None`` dims stay dynamic. Default: the
+            ``input_spec`` given to ``to_static`` for ``layer`` (as Paddle does).
         format: ``"pt2"`` or ``"aoti"``.
-        output_names: names for the outputs (default ``output_0``, ...).
-        examples: inputs to trace with (default: random tensors from the specs).
+        output_names: names for the outputs, one per tensor returned (nested tuples and dicts flattened;
+            default ``output_0``, ...).
+        examples: inputs to trace with, a tensor or one per input (default: random tensors from the specs,
+            batch 2 and 8 along other dynamic dims; pass examples when the network needs other sizes, e.g. an
+            image large enough for its convolutions). A dynamic dimension of size 1 is doubled, since
+            ``torch.export`` would fix it to 1.
 
     Returns:
         The path of the written artifact.
@@ -109,7 +137,7 @@ def save(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSp
     """
     if format not in ("pt2", "aoti"):
         raise ValueError(bad_argument("format", format, "'pt2' or 'aoti'", "use sampan.onnx.export for ONNX"))
-    specs = require_specs(input_spec, what="sampan.jit.save")
+    specs = specs_or_static(input_spec, layer, what="sampan.jit.save")
     device = device or ("cuda" if format == "aoti" and torch.cuda.is_available() else "cpu")
     if isinstance(layer, torch.export.ExportedProgram):  # already exported: package it as it is
         return _save(layer.module(), art.prefix_of(path), specs, format, output_names, examples, verify, rtol,
@@ -131,34 +159,39 @@ def _save(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol,
 
 
 def _save_on(layer, prefix, specs, fmt, output_names, examples, verify, rtol, atol, device, program) -> Path:
-    examples = tuple(examples) if examples is not None else example_inputs(specs, batch=2)
-    check_inputs(specs, examples, where="example")
-    examples = tuple(e.to(device) for e in examples)
+    examples = tuple(e.to(device) for e in prepare_examples(specs, examples))
     with torch.no_grad():
         outputs = flatten_outputs(run_on_examples(layer, specs, examples))  # names spec and layer on failure
-    names = list(output_names) if output_names else [f"output_{i}" for i in range(len(outputs))]
-    if len(names) != len(outputs):
-        raise ValueError(bad_argument("output_names", list(names), f"{len(outputs)} name(s), one per output"))
+    names = checked_output_names(output_names, len(outputs))
     program = program if program is not None else export_program(layer, specs, examples)
     file = art.artifact_path(prefix, fmt)
     file.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "pt2":
-        from sampan.utils.io import atomic_write
+        from sampan.utils.io import atomic_path
 
-        atomic_write(file, lambda tmp: torch.export.save(program, tmp))
+        with atomic_path(file, keep_suffix=True) as tmp:  # torch.export.save warns about a name not ending in .pt2
+            torch.export.save(program, tmp)
     else:
         _aoti_package(program, file, device)
         _safety.trust_aoti(art.sha256(file))  # compiled here, by this user: sampan.jit.load may open it
+    shapes = [list(e.shape) for e in examples]
     check: dict[str, Any] = {}
     if verify:
-        sample = tuple(e.to(device) for e in example_inputs(specs, batch=3, seed=1))
+        sample = tuple(e.to(device) for e in verify_sample(specs, shapes))
         with torch.no_grad():
             expected = layer(*sample)
         loaded = _load_runner(file, fmt, device)
         check = _check_outputs(fmt, loaded(*sample), expected, rtol=rtol, atol=atol)
     art.record_artifact(prefix, fmt, specs=specs, output_names=names, device=device, check=check,
-                        weights=art.weights_digest(layer))
+                        weights=art.weights_digest(layer), example_shapes=shapes)
     return file
+
+
+def verify_sample(specs: list[InputSpec], shapes: list[list[int]]) -> tuple[torch.Tensor, ...]:
+    """Inputs to check an artifact on: one more along a dynamic batch than the traced ``shapes``, the traced
+    sizes along the other dynamic dimensions (the network may need them, e.g. convolutions on large images)."""
+    batch = next((shape[0] + 1 for spec, shape in zip(specs, shapes) if 0 in spec.dynamic_dims), 3)
+    return example_inputs(specs, batch=batch, seed=1, like=shapes)
 
 
 def _load_runner(file: Path, fmt: str, device: str):
@@ -194,6 +227,18 @@ class LoadedProgram(nn.Module):
     def forward(self, *inputs: torch.Tensor) -> Any:
         check_inputs(self.input_spec, inputs)
         return self._runner(*inputs)
+
+    def train(self, mode: bool = True) -> "LoadedProgram":
+        """Sets ``training`` only, so ``loaded.eval()`` and ``sampan.Model(loaded)`` work as with any module.
+
+        The exported graph is fixed: it runs as it was exported (in eval mode: dropout off, batch-norm
+        running statistics) whatever the mode; torch.export's module itself refuses ``train()`` and
+        ``eval()``.
+        """
+        if not isinstance(mode, bool):
+            raise ValueError(bad_argument("mode", mode, "a bool", "call loaded.train() or loaded.eval()"))
+        self.training = mode
+        return self
 
     def extra_repr(self) -> str:
         specs = ", ".join(f"{s.name}: {s.to_list()} {s.dtype}" for s in self.input_spec)

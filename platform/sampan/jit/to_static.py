@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import time
 import types
 import warnings
@@ -80,6 +81,7 @@ class StaticFunction:
         self._sampan_static = self
         self._compiled: dict[bool | str, Callable] = {}
         self._frozen_fingerprint: tuple | None = None
+        self._frozen_storages: list = []  # the frozen generation's weight storages, kept while it may serve
         # the last inference call's key, if its choice was eager: (layer, key, choice), its key ((shape, dtype),)
         # for the one tensor argument, checked in a few attribute reads instead of the full path's ~7 us (LeNet at
         # batch 1 is a 150 us call)
@@ -90,6 +92,22 @@ class StaticFunction:
     # -- descriptor: @to_static on a method binds like a function ---------------------------------
     def __get__(self, instance, owner=None):
         return self if instance is None else types.MethodType(self, instance)
+
+    # -- copies (copy.deepcopy, pickle) -------------------------------------------------------------
+    def __getstate__(self) -> dict:
+        """What a copy keeps: the options, the status of an eager fallback and the training path, never the
+        compiled graphs. Those close over the original's ``forward`` and hold its weights, so a deep copy (EMA
+        weights, ``sampan.pruning.prune``, quantization) would compute with the original's weights; a copy
+        compiles again with its own module at its first call (status ``"pending"``)."""
+        state = dict(self.__dict__)
+        for cache in ("_frozen_shapes", "_winograd_backend", "_recompile_reset"):
+            state.pop(cache, None)
+        state.update(_compiled={}, _frozen_fingerprint=None, _frozen_storages=[], _eager_shape=None,
+                     _frozen_backend=None, choices={}, winograd_note=None,
+                     on_layout_change=None, training_passes=[])  # both belong to the Model training the original
+        if self.status == "compiled":  # an eager fallback stays one: the copy has the same code
+            state.update(status="pending", verified=None, max_abs_diff=None, compile_seconds=None)
+        return state
 
     def __repr__(self) -> str:
         name = getattr(self.original, "__qualname__", repr(self.original))
@@ -102,12 +120,19 @@ class StaticFunction:
         return args[0] if args and isinstance(args[0], nn.Module) else None
 
     def _fingerprint(self, module: nn.Module | None) -> tuple:
+        """What tells the weights the frozen graph holds from changed ones: each tensor's identity, its memory
+        (``w.data = ...`` and ``torch.nn.utils.vector_to_parameters`` swap it without a version bump) and its
+        version counter (in-place writes: an optimizer step, ``load_state_dict``, ``w.mul_`` under ``no_grad``).
+        An in-place write through ``w.data`` bumps no counter: :meth:`refreeze` is needed after one."""
         if module is None:
             return ()
+        tensors = (*module.parameters(), *module.buffers())
         # inference tensors (a module built or copied under torch.inference_mode) keep no version
-        # counter; they cannot be trained either, so their identity is enough
-        return tuple((id(t), -1 if t.is_inference() else t._version)
-                     for t in (*module.parameters(), *module.buffers()))
+        # counter; they cannot be trained either, so their identity and memory are enough
+        try:
+            return tuple((id(t), t.data_ptr(), -1 if t.is_inference() else t._version) for t in tensors)
+        except RuntimeError:  # a tensor subclass without memory of its own (torchao's quantized weights)
+            return tuple((id(t), _address(t), -1 if t.is_inference() else t._version) for t in tensors)
 
     def _compiled_fn(self, frozen: bool | str) -> Callable:
         """The compiled function: unfrozen (False), frozen (True) or frozen with Winograd convolutions."""
@@ -167,6 +192,10 @@ class StaticFunction:
         fingerprint = self._fingerprint(module)
         if self._frozen_fingerprint is None:
             self._frozen_fingerprint = fingerprint
+            # the frozen weights' memory stays allocated (the frozen graph holds them anyway) so that no new
+            # tensor can get its address: a later `w.data = ...` would otherwise match the fingerprint again
+            self._frozen_storages = [] if module is None else [
+                _storage(t) for t in (*module.parameters(), *module.buffers())]
         return fingerprint == self._frozen_fingerprint
 
     def refreeze(self) -> None:
@@ -174,6 +203,7 @@ class StaticFunction:
         self._compiled.pop(True, None)
         self._compiled.pop("winograd", None)
         self._frozen_fingerprint = None
+        self._frozen_storages = []
         self.choices.clear()
 
     def _run_compiled(self, args: tuple, kwargs: dict, winograd: bool = False) -> Any:
@@ -604,6 +634,22 @@ def _settle_ambiguous(module: nn.Module) -> bool:
     return changed
 
 
+def _address(tensor: torch.Tensor) -> int | None:
+    """``tensor.data_ptr()``, or None for a tensor subclass that has no memory of its own."""
+    try:
+        return tensor.data_ptr()
+    except RuntimeError:
+        return None
+
+
+def _storage(tensor: torch.Tensor) -> Any:
+    """``tensor.untyped_storage()``, or None for a tensor subclass that has none."""
+    try:
+        return tensor.untyped_storage()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
 def _tensors(out: Any) -> list[torch.Tensor]:
     leaves, _ = torch.utils._pytree.tree_flatten(out)
     return [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
@@ -696,11 +742,15 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
 
     ``None`` dimensions of ``input_spec`` become dynamic (``torch._dynamo.mark_dynamic``), so
     other sizes reuse the graph; torch still specializes size 1, and convolutions choose
-    another algorithm from batch 16, so a CNN compiles at most three graphs. In inference (``eval()`` and ``torch.no_grad()``) inductor compiles with
-    ``freezing=True`` (weights folded as constants); after the weights change it
-    uses the unfrozen graph, so results never go stale (``layer.forward.refreeze()`` folds
-    the new weights in). When the function cannot be
-    one graph, it runs eagerly with one warning listing the graph breaks and their
+    another algorithm from batch 16, so a CNN compiles at most three graphs. In inference (``eval()`` and
+    ``torch.no_grad()``) inductor compiles with ``freezing=True`` (weights folded as constants); after the
+    weights change (an optimizer step, ``load_state_dict``, an in-place op under ``torch.no_grad()``,
+    ``w.data = ...``, ``torch.nn.utils.vector_to_parameters``) it uses the unfrozen graph, so results do not go
+    stale (``layer.forward.refreeze()`` folds the new weights in). The one change torch does not record is an
+    in-place write through ``.data`` (``w.data.mul_(2)``, ``w.data.copy_(v)``, as old EMA code does): call
+    ``layer.forward.refreeze()`` after one, or write ``with torch.no_grad(): w.mul_(2)`` instead. A
+    ``copy.deepcopy`` of the layer compiles again at its first call, with its own weights. When the function
+    cannot be one graph, it runs eagerly with one warning listing the graph breaks and their
     source lines (or raises :class:`StaticGraphError` with ``full_graph=True``).
 
     Args:
@@ -770,6 +820,21 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
     if callable(layer_or_function):
         return StaticFunction(layer_or_function, layer=None, **options)
     raise TypeError(bad_argument("layer_or_function", layer_or_function, "an nn.Module or a function"))
+
+
+def static_forward(layer: nn.Module) -> StaticFunction | None:
+    """The :class:`StaticFunction` that runs ``layer``'s ``forward``: set on the layer by ``to_static(layer)``, or
+    on its class by ``@to_static`` on ``forward``; None for a plain layer.
+
+    Example:
+        >>> static_forward(to_static(torch.nn.Linear(2, 2))).status
+        'pending'
+    """
+    static = layer.__dict__.get("forward")
+    if isinstance(static, StaticFunction):
+        return static
+    static = inspect.getattr_static(type(layer), "forward", None)
+    return static if isinstance(static, StaticFunction) else None
 
 
 def not_to_static(layer: nn.Module) -> nn.Module:

@@ -13,8 +13,10 @@ from torch import nn
 
 from sampan.errors import SampanError, first_line
 from sampan.jit import _artifacts as art
-from sampan.jit._specs import example_inputs, export_dynamic_shapes, flatten_outputs, require_specs, run_on_examples
-from sampan.jit.save_load import _check_outputs, eager_forward
+from sampan.jit._specs import (export_dynamic_shapes, flatten_outputs, prepare_examples, run_on_examples,
+                               specs_or_static)
+from sampan.jit._specs import output_names as output_names_for
+from sampan.jit.save_load import _check_outputs, eager_forward, verify_sample
 from sampan.spec import InputSpec
 from sampan.utils.imports import require
 from sampan.utils.io import atomic_path
@@ -33,7 +35,7 @@ def ort_session(path: str | os.PathLike, *, threads: int | None = None, provider
 
 def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSpec] | None = None, *,
            output_names: Sequence[str] | None = None, opset_version: int | None = None,
-           examples: Sequence[torch.Tensor] | None = None, verify: bool = True, rtol: float = 1e-4,
+           examples: torch.Tensor | Sequence[torch.Tensor] | None = None, verify: bool = True, rtol: float = 1e-4,
            atol: float = 1e-4, quiet: bool = True) -> Path:
     """Exports ``layer`` to ``path.onnx`` and checks it in ONNX Runtime against eager.
 
@@ -44,43 +46,47 @@ def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[Input
     specs go in ``path.meta.json`` so that ``sampan.inference`` can serve the file.
 
     Args:
-        layer: the network (exported in ``eval()`` mode), or a ``torch.export.ExportedProgram``.
+        layer: the network (exported in ``eval()`` mode; a ``to_static`` one from its Python ``forward``), or a
+            ``torch.export.ExportedProgram``.
         path: ``"out/lenet"`` or ``"out/lenet.onnx"``.
-        input_spec: one ``sampan.InputSpec`` per input.
-        output_names: names of the outputs in the ONNX graph (default ``output_0``, ...).
+        input_spec: one ``sampan.InputSpec`` per input. Default: the ``input_spec`` given to ``to_static``
+            for ``layer``.
+        output_names: names of the outputs in the ONNX graph, one per tensor returned (nested tuples and dicts
+            flattened; default ``output_0``, ...).
         opset_version: ONNX opset (default: torch's choice).
+        examples: inputs to trace with, a tensor or one per input (default: random tensors from the specs, batch
+            2 and 8 along other dynamic dims); the check runs at the examples' sizes, one more along the batch.
 
     Example:
         >>> sampan.onnx.export(net, "out/lenet", input_spec=[sampan.InputSpec([None, 1, 28, 28], name="image")])  # doctest: +SKIP
     """
-    specs = require_specs(input_spec, what="sampan.onnx.export")
+    specs = specs_or_static(input_spec, layer, what="sampan.onnx.export")
     require("onnxscript")
     require("onnx")
     prefix = art.prefix_of(path)
     file = art.artifact_path(prefix, "onnx")
     file.parent.mkdir(parents=True, exist_ok=True)
+    examples = prepare_examples(specs, examples)
+    shapes = [list(e.shape) for e in examples]
     if isinstance(layer, torch.export.ExportedProgram):  # already exported: convert it as it is
         reference = layer.module()
-        examples = tuple(examples) if examples is not None else example_inputs(specs, batch=2)
         with torch.no_grad():
-            n_out = len(flatten_outputs(reference(*examples)))
-        names = list(output_names) if output_names else [f"output_{i}" for i in range(n_out)]
+            names = output_names_for(output_names, len(flatten_outputs(reference(*examples))))
         _export_file(layer, examples, specs, names, file, opset_version, quiet)
-        check = _verify(reference, file, specs, rtol, atol) if verify else {}
+        check = _verify(reference, file, specs, shapes, rtol, atol) if verify else {}
         art.record_artifact(prefix, "onnx", specs=specs, output_names=names, device="cpu", check=check,
-                            weights=art.weights_digest(reference))
+                            weights=art.weights_digest(reference), example_shapes=shapes)
         return file
     with eager_forward(layer):
         with eval_mode(layer):
-            examples = tuple(examples) if examples is not None else example_inputs(specs, batch=2)
             with torch.no_grad():
                 n_out = len(flatten_outputs(run_on_examples(layer, specs, examples)))
-            names = list(output_names) if output_names else [f"output_{i}" for i in range(n_out)]
+            names = output_names_for(output_names, n_out)
             _export_file(layer, examples, specs, names, file, opset_version, quiet)
-            check = _verify(layer, file, specs, rtol, atol) if verify else {}
+            check = _verify(layer, file, specs, shapes, rtol, atol) if verify else {}
             weights = art.weights_digest(layer)
     art.record_artifact(prefix, "onnx", specs=specs, output_names=names, device="cpu", check=check,
-                        weights=weights)
+                        weights=weights, example_shapes=shapes)
     return file
 
 
@@ -105,8 +111,9 @@ def _export_file(layer, examples, specs, names, file: Path, opset_version, quiet
                           "sampan.jit.explain for graph breaks.") from exc
 
 
-def _verify(layer: nn.Module, file: Path, specs: list[InputSpec], rtol: float, atol: float) -> dict:
-    sample = example_inputs(specs, batch=3, seed=1)
+def _verify(layer: nn.Module, file: Path, specs: list[InputSpec], shapes: list[list[int]], rtol: float,
+            atol: float) -> dict:
+    sample = verify_sample(specs, shapes)
     with torch.no_grad():
         expected = layer(*sample)
     session = ort_session(file)

@@ -10,8 +10,12 @@ from typing import Any, Callable, Iterator
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike, *, keep_suffix: bool = False) -> Iterator[Path]:
     """Yields a temporary path beside ``path``; on success it is fsynced and renamed over ``path``.
+
+    The temporary file is ``.NAME.XXXX.tmp`` (what ``sampan.hapi.checkpoint.remove_orphans`` looks for); with
+    ``keep_suffix`` it ends in ``path``'s suffix too, ``.NAME.XXXX.tmp.pt2``, for writers that check it
+    (``torch.export.save`` warns about an archive whose name does not end in ``.pt2``).
 
     Example:
         >>> with atomic_path("out.bin") as tmp:  # doctest: +SKIP
@@ -19,7 +23,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    suffix = ".tmp" + (path.suffix if keep_suffix else "")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:

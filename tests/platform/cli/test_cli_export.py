@@ -49,3 +49,33 @@ def test_export_errors_exit_1_with_a_message(tmp_path, capsys):
     torch.save(_lenet().state_dict(), tmp_path / "w.pt")
     assert main(["export", str(tmp_path / "w.pt"), "--input-spec", "image:float32:None,1,28,28"]) == 1
     assert "--network" in capsys.readouterr().err
+
+
+def test_a_checkpoint_of_another_network_and_a_missing_spec_are_explained(tmp_path, capsys):
+    torch.save(_lenet().state_dict(), tmp_path / "w.pt")
+    assert main(["export", str(tmp_path / "w.pt"), "--network", "torch.nn:Identity",
+                 "--input-spec", "image:float32:None,1,28,28"]) == 1
+    err = capsys.readouterr().err
+    assert "belongs to another network" in err and "not in this network (10)" in err
+    assert "--network torch.nn:Identity (Identity) does not fit it. HINT: pass the --network" in err
+    assert "Traceback" not in err and "skip_mismatch" not in err  # CLI words, not the Python API's
+    assert main(["export", str(tmp_path / "w.pt"), "--network", "sampan.vision.models:LeNet"]) == 1
+    err = capsys.readouterr().err
+    assert "Expected `--input-spec` to be given once per input" in err
+    assert "HINT: add --input-spec NAME:DTYPE:SHAPE, e.g. --input-spec image:float32:None,1,28,28" in err
+    assert "input_spec=[sampan.InputSpec" not in err
+
+
+def test_a_pt2_exported_with_large_images_converts_at_its_sizes(tmp_path):
+    """[None, 1, None, None] on a CNN that needs 14 pixels or more: the .pt2 -> ONNX conversion traces and checks
+    at the sizes the .pt2 was exported with, not the default 8."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 5), torch.nn.MaxPool2d(2), torch.nn.Conv2d(2, 2, 5),
+                              torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten()).eval()
+    spec = [sampan.InputSpec([None, 1, None, None], "float32", "image")]
+    sampan.jit.save(net, tmp_path / "cnn", input_spec=spec, examples=[torch.randn(2, 1, 20, 20)])
+    assert main(["export", str(tmp_path / "cnn.pt2"), "--format", "onnx"]) == 0
+    config = sampan.inference.Config(tmp_path / "cnn.onnx")
+    x = torch.randn(3, 1, 30, 25)
+    np.testing.assert_allclose(sampan.inference.create_predictor(config).run([x.numpy()])[0],
+                               net(x).detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -126,3 +126,122 @@ def test_a_predictor_rejects_a_backend_that_disagrees(exported_lenet, tmp_path):
         predictor = _predictor(tmp_path / "m", "auto")
     assert predictor.backend == "pt2" and "onnxruntime" in predictor.rejected
     assert "onnxruntime" in predictor.report() and "rejected: disagrees with pt2 by" in predictor.report()
+
+
+class _DictAndNested(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 3), torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return {"logits": self.a(x), "aux": (self.b(x), x.sum(1))}
+
+
+@pytest.mark.parametrize("backend", ["pt2", "auto"])
+def test_dict_and_nested_outputs_come_back_flat_in_the_names_order(tmp_path, backend):
+    import sampan
+
+    torch.manual_seed(0)
+    net, spec = _DictAndNested().eval(), [sampan.InputSpec([None, 4], "float32", "x")]
+    sampan.jit.save(net, tmp_path / "d", input_spec=spec)
+    sampan.onnx.export(net, tmp_path / "d", input_spec=spec)
+    predictor = _predictor(tmp_path / "d", backend)
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype("float32")
+    outs = predictor.run([x])
+    expected = net(torch.from_numpy(x))
+    assert predictor.get_output_names() == ["output_0", "output_1", "output_2"] and len(outs) == 3
+    for got, want in zip(outs, [expected["logits"], *expected["aux"]]):
+        np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+class _ReturnsItsBuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("centers", torch.ones(3, 4))
+
+    def forward(self, x):
+        return x, self.centers, x * 2
+
+
+def test_outputs_never_share_memory_with_the_model_or_the_input(tmp_path):
+    """A program may return a buffer or its input as it is: writing into the returned array must not change
+    the model (the next call's outputs) or the caller's input."""
+    import sampan
+
+    sampan.jit.save(_ReturnsItsBuffer().eval(), tmp_path / "b", input_spec=[sampan.InputSpec([None, 4], name="x")])
+    predictor = _predictor(tmp_path / "b", "pt2")
+    x = np.zeros((2, 4), "float32")
+    same, centers, _ = predictor.run([x])
+    same[:] = 7.0
+    centers[:] = -5.0
+    assert (x == 0).all() and not np.shares_memory(same, x)
+    _, centers_again, _ = predictor.run([x])
+    assert (centers_again == 1).all()
+
+
+def _cnn():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(1, 2, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                               torch.nn.Conv2d(2, 2, 5), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten()).eval()
+
+
+def test_a_model_needing_large_images_is_served_at_its_exported_sizes(tmp_path):
+    """[None, 1, None, None]: the samples the predictor checks and warms up with take the exported image size
+    (the default 8 is too small for this network); a metadata file without it (older Sampan) still loads."""
+    import json
+
+    import sampan
+
+    net = _cnn()
+    sampan.jit.save(net, tmp_path / "cnn", input_spec=[sampan.InputSpec([None, 1, None, None], name="image")],
+                    examples=[torch.randn(2, 1, 24, 24)], verify=False)
+    sampan.onnx.export(net, tmp_path / "cnn", input_spec=[sampan.InputSpec([None, 1, None, None], name="image")],
+                       examples=[torch.randn(2, 1, 24, 24)], verify=False)
+    predictor = _predictor(tmp_path / "cnn", "auto")
+    x = np.random.default_rng(1).standard_normal((3, 1, 33, 40)).astype("float32")
+    np.testing.assert_allclose(predictor.run([x])[0], net(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
+    sampan.jit.save(torch.nn.Linear(4, 2).eval(), tmp_path / "old", input_spec=[sampan.InputSpec([None, 4], name="x")])
+    old = json.loads((tmp_path / "old.meta.json").read_text())
+    del old["example_shapes"]
+    (tmp_path / "old.meta.json").write_text(json.dumps(old))
+    assert _predictor(tmp_path / "old", "pt2").run([np.ones((2, 4), "float32")])[0].shape == (2, 2)
+
+
+def test_paddles_two_file_config_runs_on_the_cpu(exported_lenet):
+    """Config(model_file, params_file): the second argument once landed in the GPU switch."""
+    _, prefix = exported_lenet
+    config = Config(f"{prefix}.pt2", f"{prefix}.pdiparams")
+    assert not config.use_gpu() and config.device == "cpu" and config.backend == "auto"
+    assert create_predictor(config).backend == "pt2"
+    with pytest.raises(TypeError, match=r"Expected `params_file` to be left out, or the companion of model_path "
+                                        r"\('.*lenet.pdiparams'\). Received: params_file=1"):
+        Config(prefix, 1)
+    with pytest.raises(ValueError, match=r"Received: params_file='other/x.pdiparams'. HINT: Sampan keeps the weights"):
+        Config(prefix, "other/x.pdiparams")
+    with pytest.raises(TypeError):
+        Config(prefix, _use_gpu=True)  # settings go through the methods
+
+
+def test_a_file_named_with_its_suffix_is_the_one_served(exported_lenet):
+    _, prefix = exported_lenet
+    for suffix, backend in ((".pt2", "pt2"), (".onnx", "onnxruntime")):
+        predictor = _predictor(f"{prefix}{suffix}")
+        assert predictor.backend == backend and [c.name for c in predictor.candidates] == [backend]
+        assert "the file Config names" in predictor.report()
+    assert _predictor(f"{prefix}.onnx", "pt2").backend == "pt2"  # set_backend still picks another artifact
+    assert {c.name for c in _predictor(f"{prefix}.meta.json").candidates} == {"pt2", "onnxruntime"}
+
+
+def test_paddles_handles_point_to_run(exported_lenet):
+    _, prefix = exported_lenet
+    predictor = _predictor(prefix, "pt2", set_warmup=0)
+    assert not hasattr(predictor, "get_input_handle")
+    with pytest.raises(AttributeError, match=r"no get_input_handle\(\).*HINT: outputs = predictor.run\(\[array"):
+        predictor.get_input_handle("image")
+    with pytest.raises(AttributeError, match=r"no get_output_handle\(\).*one per output \['logits'\]"):
+        predictor.get_output_handle("logits")
+    with pytest.raises(TypeError, match=r"Expected `inputs` to be a list of numpy arrays, one per input \['image'\]. "
+                                        r"Received: inputs=None. HINT: .*predictor.run\(\[array"):
+        predictor.run()
+    with pytest.raises(AttributeError, match=r"'Predictor' object has no attribute 'nothing'"):
+        predictor.nothing

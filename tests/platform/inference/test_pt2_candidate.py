@@ -29,3 +29,13 @@ def test_every_compiled_candidate_keeps_graphs_of_its_own_past_the_recompile_lim
             for batch in (1, 3):
                 x = torch.randn(batch, 4)
                 torch.testing.assert_close(run(x)[0], net(x))
+
+
+def test_a_config_naming_another_file_than_the_pt2_refuses_the_compiled_candidates(tmp_path):
+    from sampan.inference import Config
+    from sampan.inference._pt2_candidate import refusal
+
+    exported = {"pt2": {}, "onnx": {}}
+    assert "Config names the onnx file" in refusal(Config(tmp_path / "m.onnx"), exported, considered="c", on_gpu="g")
+    assert refusal(Config(tmp_path / "m.pt2"), exported, considered="c", on_gpu="g") is None
+    assert refusal(Config(tmp_path / "m"), exported, considered="c", on_gpu="g") is None

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from jit_helpers import IMAGE, ExportsDifferently, lenet
+from torch import nn
 
 import sampan
 from sampan import InputSpec
@@ -135,3 +137,112 @@ def test_saving_a_gpu_model_for_the_cpu_leaves_it_on_the_gpu(tmp_path):
     sampan.jit.save(net, tmp_path / "m", input_spec=[IMAGE])  # pt2 for the CPU
     assert all(p.device.type == "cuda" for p in net.parameters())
     assert sampan.jit.load(tmp_path / "m")(torch.randn(2, 1, 28, 28)).shape == (2, 10)
+
+
+class _DecoratedForward(nn.Module):
+    """Paddle's idiom: @to_static on forward, with the input spec given there."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+
+    @sampan.jit.to_static(input_spec=[InputSpec([None, 4], "float32", "x")], backend="aot_eager")
+    def forward(self, x):
+        return torch.tanh(self.linear(x))
+
+
+def test_a_layer_with_to_static_on_its_class_forward_exports_with_that_spec(tmp_path):
+    torch.manual_seed(0)
+    net = _DecoratedForward().eval()
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        expected = net(x)  # compiled (class-level StaticFunction)
+    file = sampan.jit.save(net, tmp_path / "dec")  # no input_spec: the decorator's, as paddle.jit.save does
+    loaded = sampan.jit.load(file)
+    assert loaded.input_spec == [InputSpec([None, 4], "float32", "x")]
+    torch.testing.assert_close(loaded(x), expected)
+    assert "forward" not in net.__dict__ and isinstance(type(net).__dict__["forward"], sampan.jit.StaticFunction)
+    report = sampan.jit.explain(net, x)
+    assert report.ok and report.graph_count == 1
+
+
+def test_save_reuses_the_input_spec_given_to_to_static(tmp_path):
+    spec = [InputSpec([None, 4], "float32", "x")]
+    net = sampan.jit.to_static(nn.Sequential(nn.Linear(4, 2)).eval(), input_spec=spec, backend="eager")
+    loaded = sampan.jit.load(sampan.jit.save(net, tmp_path / "s"))
+    assert loaded.input_spec == spec
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(loaded(x), net.forward.original(x))
+
+
+def test_a_loaded_program_takes_eval_and_train_and_serves_a_model(exported_lenet):
+    net, prefix = exported_lenet
+    loaded = sampan.jit.load(prefix)
+    assert loaded.eval() is loaded and loaded.training is False
+    x = torch.randn(4, 1, 28, 28)
+    loaded.train()
+    assert loaded.training is True
+    torch.testing.assert_close(loaded(x), net(x))  # the exported graph is fixed: eval-mode results
+    model = sampan.Model(loaded, inputs=[IMAGE])
+    model.prepare(device="cpu")
+    (out,) = model.predict(torch.utils.data.TensorDataset(x), batch_size=2, verbose=0)
+    np.testing.assert_allclose(out, net(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"Expected `mode` to be a bool"):
+        loaded.train("no")
+
+
+def _small_cnn():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 2, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(2, 2, 5), nn.AdaptiveAvgPool2d(1),
+                         nn.Flatten()).eval()
+
+
+def test_dynamic_image_sizes_are_checked_at_the_examples_sizes(tmp_path):
+    """[None, 1, None, None] on a CNN that needs images of 14 or more: the default size 8 cannot work, the
+    examples' can; the check (and the predictor later) must use them, not 8."""
+    net, spec = _small_cnn(), [InputSpec([None, 1, None, None], "float32", "image")]
+    with pytest.raises(ValueError, match=r"refused them: .*HINT: .*pass examples=\[tensor, \.\.\.\]"):
+        sampan.jit.save(net, tmp_path / "cnn", input_spec=spec)
+    file = sampan.jit.save(net, tmp_path / "cnn", input_spec=spec, examples=[torch.randn(2, 1, 20, 20)])
+    meta = json.loads((tmp_path / "cnn.meta.json").read_text())
+    assert meta["example_shapes"] == [[2, 1, 20, 20]]
+    x = torch.randn(3, 1, 31, 26)
+    torch.testing.assert_close(sampan.jit.load(file)(x), net(x))
+
+
+def test_examples_of_one_row_or_a_lone_tensor_are_accepted(tmp_path):
+    """torch.export fixes a dimension traced at size 1: a one-image example is doubled along the batch."""
+    torch.manual_seed(0)
+    net, spec = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).eval(), [InputSpec([None, 4], name="x")]
+    for examples in ([torch.randn(1, 4)], torch.randn(3, 4)):  # a list of one row; one tensor, not a list
+        loaded = sampan.jit.load(sampan.jit.save(net, tmp_path / "m", input_spec=spec, examples=examples))
+        x = torch.randn(7, 4)
+        torch.testing.assert_close(loaded(x), net(x))
+    assert json.loads((tmp_path / "m.meta.json").read_text())["example_shapes"] == [[3, 4]]
+    with pytest.raises(ValueError, match=r"Expected `examples\[0\]` .*dynamic dimension 0.*use a batch of 2 or more"):
+        sampan.jit.save(net, tmp_path / "m", input_spec=spec, examples=[torch.randn(0, 4)])
+
+
+class _FixesTheBatch(nn.Module):
+    def forward(self, x):
+        return x.reshape(2, 4) * 2
+
+
+def test_a_dynamic_dimension_the_model_fixes_keeps_torchs_explanation(tmp_path):
+    with pytest.raises(SampanError, match=r"(?s)HINT: a dimension marked None.*torch.export said:\n.*specialized it "
+                                          r"to be a constant \(2\)"):
+        sampan.jit.save(_FixesTheBatch(), tmp_path / "f", input_spec=[InputSpec([None, 4], name="x")])
+
+
+def test_save_writes_through_a_temporary_file_named_like_a_pt2(tmp_path, monkeypatch):
+    """torch.export.save warns about (and logs) every archive name that does not end in .pt2."""
+    names, save = [], torch.export.save
+
+    def recording(program, f, **kwargs):
+        names.append(str(f))
+        return save(program, f, **kwargs)
+
+    monkeypatch.setattr(torch.export, "save", recording)
+    sampan.jit.save(nn.Linear(4, 2).eval(), tmp_path / "m", input_spec=[InputSpec([None, 4], name="x")])
+    assert len(names) == 1 and names[0].endswith(".pt2") and names[0] != str(tmp_path / "m.pt2")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.meta.json", "m.pt2"]  # no temporary file left

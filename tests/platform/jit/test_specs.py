@@ -32,3 +32,30 @@ def test_a_spec_of_the_wrong_size_names_the_layer_deep_inside():
     good = sampan.InputSpec([None, 1, 8, 8], "float32", "image")
     assert run_on_examples(net, [good], (good.example(batch=2),)).shape == (2, 10)
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())  # hooks removed
+
+
+def test_input_spec_takes_what_paddle_takes():
+    """NumPy dtypes and integers, and Paddle's stop_gradient keyword (accepted, ignored)."""
+    import numpy as np
+
+    spec = sampan.InputSpec([None, np.int64(4)], np.float32, "x", stop_gradient=True)
+    assert spec == sampan.InputSpec([None, 4], "float32", "x") and spec.shape == (None, 4)
+    assert type(spec.shape[1]) is int
+    assert sampan.InputSpec([-1, 3], np.dtype("int64")).dtype == "int64"
+    assert sampan.InputSpec([2], "int16").torch_dtype == torch.int16
+    with pytest.raises(ValueError, match=r"Expected `dtype` .*Received: dtype='uint16'. HINT: Paddle stores "
+                                         r"bfloat16 as uint16; write dtype='bfloat16'"):
+        sampan.InputSpec([None, 4], "uint16")
+    with pytest.raises(ValueError, match=r"Expected `dtype` .*NumPy dtype. Received: dtype=<class 'numpy.complex64'>"):
+        sampan.InputSpec([None, 4], np.complex64)
+    with pytest.raises(ValueError, match=r"Expected `shape` to be positive ints"):
+        sampan.InputSpec([None, 4.0])
+
+
+def test_example_inputs_take_other_dynamic_sizes_from_the_traced_shapes():
+    from sampan.spec import example_inputs
+
+    specs = [sampan.InputSpec([None, 1, None, None]), sampan.InputSpec([None, None], "int64")]
+    image, ids = example_inputs(specs, batch=3, like=[[2, 1, 28, 30], [2, 17]])
+    assert image.shape == (3, 1, 28, 30) and ids.shape == (3, 17)
+    assert [t.shape for t in example_inputs(specs, batch=1)] == [(1, 1, 8, 8), (1, 8)]  # no shapes: the default

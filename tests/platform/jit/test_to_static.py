@@ -225,3 +225,54 @@ def test_not_to_static_restores_eager():
     net = to_static(nn.Linear(2, 2), backend="aot_eager")
     sampan.jit.not_to_static(net)
     assert "forward" not in net.__dict__
+
+
+
+class _Mlp(nn.Module):
+    """A forward of its own: Dynamo's recompile limit is per code object, and many tests compile Sequential's."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 8), nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def test_a_deepcopy_after_the_first_call_computes_with_its_own_weights():
+    """Pruning, quantization and EMA copies deep-copy a layer that has already run: its compiled graphs closed
+    over the original's forward, so the copy computed with the original's weights."""
+    import copy
+
+    torch.manual_seed(0)
+    net = to_static(_Mlp().eval(), backend="aot_eager", pick_faster=False)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        before = net(x)
+        twin = copy.deepcopy(net)
+        assert twin.forward.status == "pending" and not twin.forward.choices
+        twin.fc1.weight.zero_()
+        twin.fc1.bias.zero_()
+        torch.testing.assert_close(twin(x), twin.forward.original(x))
+        assert not torch.allclose(twin(x), before)
+        torch.testing.assert_close(net(x), before)  # the original keeps its own weights and graphs
+    assert twin.forward.status == "compiled" and twin.forward.layer is twin
+
+
+def test_a_frozen_graph_follows_weights_swapped_through_data_or_vector_to_parameters():
+    """``w.data = ...`` and ``vector_to_parameters`` give a weight new memory without bumping its version."""
+    torch.manual_seed(0)
+    net = to_static(_Mlp().eval(), pick_faster=False)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        net(x)  # the frozen graph, holding these weights
+        weight = net.fc1.weight
+        for scale in (2.0, 0.5, 3.0):  # new memory each time, never mistaken for the frozen weights'
+            weight.data = weight.data * scale
+            torch.testing.assert_close(net(x), net.forward.original(x))
+        net.forward.refreeze()
+        net(x)
+        vector = torch.nn.utils.parameters_to_vector(net.parameters())
+        torch.nn.utils.vector_to_parameters(vector * 2, net.parameters())
+        torch.testing.assert_close(net(x), net.forward.original(x))
+    assert net.forward.status == "compiled" and net.forward.freezing

@@ -53,3 +53,46 @@ def test_a_disagreeing_onnx_file_fails_the_export(tmp_path):
 def test_export_needs_an_input_spec(tmp_path):
     with pytest.raises(ValueError, match=r"Expected `input_spec` to be a list of sampan.InputSpec"):
         sampan.onnx.export(lenet(), tmp_path / "x")
+
+
+class _Two(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return y, y.softmax(-1)
+
+
+def test_output_names_must_name_every_output(tmp_path):
+    spec = [InputSpec([None, 4], "float32", "x")]
+    with pytest.raises(ValueError, match=r"Expected `output_names` to be 2 name\(s\), one per output. "
+                                         r"Received: output_names=\['logits'\]"):
+        sampan.onnx.export(_Two().eval(), tmp_path / "two", input_spec=spec, output_names=["logits"])
+    assert not (tmp_path / "two.onnx").exists()
+
+
+class _Decorated(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+
+    @sampan.jit.to_static(input_spec=[InputSpec([None, 4], "float32", "x")], backend="eager")
+    def forward(self, x):
+        return self.linear(x)
+
+
+def test_export_a_to_static_layer_with_its_spec_and_a_lone_example(tmp_path):
+    """@to_static on forward (Paddle's idiom), and to_static(layer): exported from the Python forward with the
+    input_spec given there; examples may be one tensor, of one row."""
+    torch.manual_seed(0)
+    converted = sampan.jit.to_static(torch.nn.Linear(4, 2).eval(), input_spec=[InputSpec([None, 4], name="x")],
+                                     backend="eager")
+    for name, net in (("decorated", _Decorated().eval()), ("converted", converted)):
+        path = sampan.onnx.export(net, tmp_path / name, examples=torch.randn(1, 4))
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        x = torch.randn(5, 4)
+        (got,) = session.run(None, {"x": x.numpy()})
+        np.testing.assert_allclose(got, net(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+        assert json.loads(path.with_name(f"{name}.meta.json").read_text())["example_shapes"] == [[2, 4]]

@@ -51,7 +51,7 @@ def config_file() -> Path:
     if root is not None and (root / "deploy" / "jupyterhub_config.py").is_file():
         return root / "deploy" / "jupyterhub_config.py"
     path = data_home() / "hub" / "jupyterhub_config.py"
-    atomic_write_text(path, "from sampan.hub.config import configure\n\nconfigure(get_config())\n")
+    atomic_write_text(path, "from sampan.hub.config import configure\n\nconfigure(get_config())\n", private=True)
     return path
 
 
@@ -117,7 +117,8 @@ def run(args) -> int:
     os.environ.pop("SAMPAN_HUB_TEACHER_PASSWORD", None)
     if password:
         # born 0600 (mkstemp) and renamed into place: never readable by another account, no link followed
-        os.environ[PASSWORD_FILE_ENV] = str(atomic_write_text(hub_dir / ".teacher-password", password))
+        os.environ[PASSWORD_FILE_ENV] = str(atomic_write_text(hub_dir / ".teacher-password", password,
+                                                              private=True))
     scheme = "https" if args.ssl_cert else "http"
     print(f"Sampan hub: {scheme}://{args.ip}:{args.port}/hub/  (teacher dashboard: /services/progress/)", flush=True)
     sys.stderr.flush()

@@ -265,7 +265,7 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     if not secret.exists():  # JupyterHub would write it 0644 and chmod it after: a learner could open it between
         import secrets
 
-        atomic_write_text(secret, secrets.token_hex(32) + "\n")  # born 0600 (mkstemp), renamed into place
+        atomic_write_text(secret, secrets.token_hex(32) + "\n", private=True)  # born 0600, renamed into place
     s.hub_dir.chmod(0o711 if learner else 0o700)
     (s.hub_dir / "users").chmod(0o711 if learner else 0o755)
     for name in ("progress.sqlite",) if s.db_url else ("jupyterhub.sqlite", "progress.sqlite"):

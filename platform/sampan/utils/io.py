@@ -9,13 +9,29 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it (``os.umask`` sets it, for every thread, while it reads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # pragma: no cover - no /proc (macOS): the brief swap is the only portable way
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, *, keep_suffix: bool = False) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike, *, keep_suffix: bool = False, private: bool = False) -> Iterator[Path]:
     """Yields a temporary path beside ``path``; on success it is fsynced and renamed over ``path``.
 
     The temporary file is ``.NAME.XXXX.tmp`` (what ``sampan.hapi.checkpoint.remove_orphans`` looks for); with
     ``keep_suffix`` it ends in ``path``'s suffix too, ``.NAME.XXXX.tmp.pt2``, for writers that check it
-    (``torch.export.save`` warns about an archive whose name does not end in ``.pt2``).
+    (``torch.export.save`` warns about an archive whose name does not end in ``.pt2``). The file gets the mode
+    ``open()`` would give it (0644 under the usual umask), or 0600 with ``private`` (secrets): it is born 0600 and
+    widened only before the rename, so a secret is never readable by another account, even for a moment.
 
     Example:
         >>> with atomic_path("out.bin") as tmp:  # doctest: +SKIP
@@ -31,6 +47,8 @@ def atomic_path(path: str | os.PathLike, *, keep_suffix: bool = False) -> Iterat
         yield tmp
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+            if not private:  # readable as any file the user writes: a lab setting another account's Jupyter reads
+                os.fchmod(fh.fileno(), 0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -59,15 +77,15 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def atomic_write(path: str | os.PathLike, writer: Callable[[Path], Any]) -> Path:
-    """Calls ``writer(tmp_path)`` and moves the result to ``path`` atomically."""
-    with atomic_path(path) as tmp:
+def atomic_write(path: str | os.PathLike, writer: Callable[[Path], Any], *, private: bool = False) -> Path:
+    """Calls ``writer(tmp_path)`` and moves the result to ``path`` atomically (0600 when ``private``)."""
+    with atomic_path(path, private=private) as tmp:
         writer(tmp)
     return Path(path)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+def atomic_write_text(path: str | os.PathLike, text: str, *, private: bool = False) -> Path:
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), private=private)
 
 
 def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:

@@ -66,6 +66,26 @@ def test_publish_refuses_files_outside_the_learners_folder(home, tmp_path):
     assert gallery.list_published() == []
 
 
+def test_a_chinese_notebook_name_gets_an_ascii_name_that_says_so(home, capsys):
+    """Audit: `sampan publish 我的.ipynb` was refused for the name '__' the user never gave."""
+    assert main(["publish", str(notebook(home / "apps" / "我的.ipynb")), "--no-thumbnail"]) == 0
+    assert main(["publish", str(notebook(home / "你的.ipynb")), "--no-thumbnail"]) == 0
+    captured = capsys.readouterr()
+    names = [p.name for p in gallery.list_published()]
+    assert names == sorted([gallery.default_name("我的.ipynb"), gallery.default_name("你的.ipynb")])
+    assert len(set(names)) == 2 and all(gallery._NAME.match(n) and n.startswith("dashboard_") for n in names)
+    assert f"publishing 我的.ipynb as {gallery.default_name('我的.ipynb')}" in captured.err
+    assert f"Published {gallery.default_name('我的.ipynb')} (from apps/我的.ipynb)" in captured.out
+    # the same file name gives the same name again (publishing updates it), and its ASCII part is kept
+    assert gallery.publish(home / "apps" / "我的.ipynb", thumbnail=False).name == gallery.default_name("我的.ipynb")
+    assert len(gallery.list_published()) == 2
+    assert gallery.default_name("数据app.ipynb").startswith("app_")
+    assert gallery.default_name("my app.ipynb") == "my_app"  # ASCII names as before, without a note
+    assert gallery.default_name("index.ipynb").startswith("index_")  # 'index' is the gallery page's own name
+    with pytest.raises(ValueError, match=r"`name` to be ASCII letters.*Received: name='我的'"):
+        gallery.publish(home / "apps" / "我的.ipynb", name="我的", thumbnail=False)
+
+
 def test_cli_publish_list_remove(home, capsys, tmp_path):
     source = notebook(home / "app.ipynb")
     assert main(["publish", str(source), "--no-thumbnail"]) == 0

@@ -34,7 +34,8 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("dashboard", help="serve one Voila dashboard from notebooks/dashboards/",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", nargs="?", default=None, help="dashboard name (omit to list them)")
-    parser.add_argument("--port", type=port_type, default=8866, help="port (the next free one when taken; default 8866)")
+    parser.add_argument("--port", type=port_type, default=8866,
+                        help="port (another free port when taken; default 8866)")
     parser.add_argument("--open", action="store_true", help="open a web browser")
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     parser.add_argument("--token", default=None, help=argparse.SUPPRESS)  # refused: see _servers.refuse_token_argument
@@ -60,7 +61,8 @@ def command(notebook: Path, *, port: int, open_browser: bool = False) -> list[st
 
 
 def run(args) -> int:
-    from sampan.cli._servers import ensure_kernel, free_port, new_token, refuse_token_argument, server_env
+    from sampan.cli._servers import ensure_kernel, new_token, refuse_token_argument, server_env
+    from sampan.utils.net import server_port
 
     if args.token is not None:
         return refuse_token_argument("dashboard", "SAMPAN_DASHBOARD_TOKEN")
@@ -78,7 +80,7 @@ def run(args) -> int:
         msg = bad_argument("name", args.name, f"one of {', '.join(found)}", "run `sampan dashboard` to list them")
         print(f"sampan dashboard: {msg}", file=sys.stderr)
         return 2
-    port = free_port(args.port)
+    port = server_port(args.port, program="sampan dashboard")
     from sampan.path.lang import build_file, built_course_dir
 
     lang = chosen_language(args)

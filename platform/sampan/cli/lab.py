@@ -46,7 +46,8 @@ def install_lab_settings(prefix: str | os.PathLike = sys.prefix) -> Path:
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("lab", help="start JupyterLab on the course index (127.0.0.1, with a token)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=port_type, default=8888, help="port (the next free one when taken; default 8888)")
+    parser.add_argument("--port", type=port_type, default=8888,
+                        help="port (another free port when taken; default 8888)")
     parser.add_argument("--token", default=None, help=argparse.SUPPRESS)  # refused: see _servers.refuse_token_argument
     parser.add_argument("--no-browser", action="store_true", help="do not open a web browser")
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
@@ -110,12 +111,13 @@ def command(*, port: int, open_browser: bool, lang: str = "en") -> list[str]:
 
 
 def run(args) -> int:
-    from sampan.cli._servers import ensure_kernel, free_port, new_token, refuse_token_argument, server_env
+    from sampan.cli._servers import ensure_kernel, new_token, refuse_token_argument, server_env
+    from sampan.utils.net import server_port
 
     if args.token is not None:
         return refuse_token_argument("lab", "SAMPAN_LAB_TOKEN")
     token = new_token("SAMPAN_LAB_TOKEN")
-    port = free_port(args.port)
+    port = server_port(args.port, program="sampan lab")
     lang = chosen_language(args)
     try:
         cmd = command(port=port, open_browser=not args.no_browser, lang=lang)

@@ -30,7 +30,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--list", action="store_true", help="list the published dashboards")
     parser.add_argument("--remove", metavar="NAME", default=None, help="remove a dashboard from the gallery")
     parser.add_argument("--serve", action="store_true", help="serve the gallery with Voila on 127.0.0.1")
-    parser.add_argument("--port", type=port_type, default=8867, help="port for --serve (the next free one when taken)")
+    parser.add_argument("--port", type=port_type, default=8867, help="port for --serve (another free port when taken)")
     parser.add_argument("--dry-run", action="store_true", help="with --serve: print the command instead")
 
 
@@ -59,11 +59,12 @@ def run(args) -> int:
 
 
 def _serve(args) -> int:
-    from sampan.cli._servers import ensure_kernel, free_port, new_token, server_env
+    from sampan.cli._servers import ensure_kernel, new_token, server_env
+    from sampan.utils.net import server_port
     from sampan.hub import gallery
 
     gallery.ensure_index()
-    port = free_port(args.port)
+    port = server_port(args.port, program="sampan publish")
     cmd = gallery.voila_command(port=port)
     if args.dry_run:
         print(" ".join(cmd))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import hashlib
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from sampan.utils.io import atomic_write, atomic_write_json, atomic_write_text, 
 
 LEARNER_HOME_ENV = "SAMPAN_LEARNER_HOME"
 INDEX = "index.ipynb"
+# ASCII only: the class gallery's routes (hub/service.py) and the live service (hub/live.py) take no other name
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 PLACEHOLDER_SVG = (
     '<svg xmlns="http://www.w3.org/2000/svg" width="320" height="200"><rect width="100%" height="100%" '
@@ -110,9 +112,34 @@ def check_notebook(notebook: str | os.PathLike) -> Path:
 
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name) or name == Path(INDEX).stem:
-        raise ValueError(bad_argument("name", name, "letters, digits, '_' or '-' (at most 64, not 'index')",
-                                      "pass --name my_dashboard"))
+        raise ValueError(bad_argument("name", name, "ASCII letters, digits, '_' or '-', starting with a letter "
+                                      "or digit (at most 64, not 'index')", "pass --name my_dashboard"))
     return name
+
+
+def default_name(notebook: str | os.PathLike) -> str:
+    """The dashboard name ``publish`` gives a notebook: its file name, each character a URL route cannot hold
+    replaced by ``_``. A name with other characters (``我的.ipynb``) would lose them all, and two such notebooks would
+    share one name: it becomes its ASCII part, else ``dashboard``, plus a hash of the file name, the same each time
+    (so also for names that cannot be one as they are: ``_draft``, ``index``, longer than 64).
+
+    Example:
+        >>> default_name("apps/my app.ipynb"), default_name("我的.ipynb"), default_name("数据app.ipynb")
+        ('my_app', 'dashboard_7f1d9dd0', 'app_6166c210')
+    """
+    stem = Path(notebook).stem
+    plain = _plain_name(stem)
+    if plain is not None:
+        return plain
+    ascii_part = re.sub(r"[^A-Za-z0-9]+", "_", stem).strip("_")[:40] or "dashboard"
+    return f"{ascii_part}_{hashlib.sha256(stem.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def _plain_name(stem: str) -> str | None:
+    """An ASCII file name with each character other than letters, digits, ``_`` and ``-`` as ``_``, when that is a
+    valid dashboard name; else None."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", stem)
+    return name if stem.isascii() and _NAME.match(name) and name != Path(INDEX).stem else None
 
 
 def publish(notebook: str | os.PathLike, *, name: str | None = None, thumbnail: bool = True) -> Published:
@@ -120,7 +147,9 @@ def publish(notebook: str | os.PathLike, *, name: str | None = None, thumbnail: 
 
     Args:
         notebook: a ``.ipynb`` inside the learner's folder.
-        name: the dashboard's name (default: the notebook's file name without ``.ipynb``).
+        name: the dashboard's name, ASCII letters, digits, ``_`` and ``-`` (default: :func:`default_name`, the
+            notebook's file name without ``.ipynb``; a note on stderr gives the name chosen for a file name with
+            other characters).
         thumbnail: take a picture of the notebook's saved outputs with headless Chromium.
 
     Returns:
@@ -130,7 +159,12 @@ def publish(notebook: str | os.PathLike, *, name: str | None = None, thumbnail: 
         >>> publish("apps/digits.ipynb", name="digits")  # doctest: +SKIP
     """
     path = check_notebook(notebook)
-    name = _check_name(name if name is not None else re.sub(r"[^A-Za-z0-9_-]", "_", path.stem))
+    if name is None:
+        name = default_name(path)
+        if _plain_name(path.stem) is None:
+            print(f"sampan publish: a dashboard name is part of its URL (ASCII letters, digits, '_', '-'); "
+                  f"publishing {path.name} as {name} (choose another with --name)", file=sys.stderr)
+    name = _check_name(name)
     folder = gallery_dir()
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write(folder / f"{name}.ipynb", lambda tmp: shutil.copyfile(path, tmp))

@@ -9,7 +9,7 @@ import time
 import weakref
 from typing import Any, Callable
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, check_int
 from sampan.monitor._readers import GpuReader, HostReader
 
 _log = logging.getLogger("sampan.monitor")
@@ -48,7 +48,7 @@ class ResourceSampler:
     Args:
         interval: seconds between samples (> 0).
         gpu: read GPUs at all.
-        max_samples: samples kept (oldest dropped first).
+        max_samples: samples kept, at least 1 (oldest dropped first); None keeps all.
 
     Example:
         >>> with ResourceSampler(interval=0.05) as s:
@@ -57,9 +57,11 @@ class ResourceSampler:
         True
     """
 
-    def __init__(self, interval: float = 0.5, *, gpu: bool = True, max_samples: int = 100_000) -> None:
-        if not isinstance(interval, (int, float)) or not interval > 0:
+    def __init__(self, interval: float = 0.5, *, gpu: bool = True, max_samples: int | None = 100_000) -> None:
+        if not isinstance(interval, (int, float)) or isinstance(interval, bool) or not interval > 0:
             raise ValueError(bad_argument("interval", interval, "a number of seconds > 0", "e.g. interval=0.5"))
+        if max_samples is not None:
+            check_int("max_samples", max_samples, fix="pass max_samples=100_000, or None to keep every sample")
         self.interval = float(interval)
         self.step: int | None = None
         self._samples: collections.deque[dict] = collections.deque(maxlen=max_samples)

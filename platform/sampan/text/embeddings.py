@@ -140,6 +140,12 @@ def _ppmi_matrix(texts: Sequence[str], tokenizer: CharTokenizer, context: CharTo
     p_ctx /= p_ctx.sum()
     pmi = np.log(counts / total / (p_row[rows] * p_ctx[cols]))
     keep = pmi > 0
+    if not keep.any():  # a zero matrix: the SVD would fail with ARPACK's "starting vector is zero"
+        raise ValueError(bad_argument(
+            "texts", f"<{len(texts)} texts>",
+            f"a corpus where some token and a context character within window={window} occur together more often "
+            "than chance (positive PMI)", "pass more text (the training texts, or sampan.text.peoples_daily()), "
+            "a larger window, or a vocabulary built on these texts"))
     return sparse.csr_matrix((pmi[keep], (rows[keep], cols[keep])), shape=(len(vocab), n_ctx))
 
 

@@ -1,4 +1,5 @@
-"""Text classifiers over int64 token ids ``[B, L]`` (padding id 0) returning logits ``[B, num_classes]``.
+"""Text classifiers over int64 token ids ``[B, L]`` (padding id 0) returning logits ``[B, num_classes]``;
+one text's ids ``[L]`` count as a batch of one.
 
 Example:
     >>> import torch
@@ -17,6 +18,15 @@ from torch import nn
 from sampan.errors import bad_argument, check_int
 
 __all__ = ["BiGRU", "TextCNN"]
+
+
+def _as_batch(name: str, ids: torch.Tensor) -> torch.Tensor:
+    """Token ids as ``[B, L]``: one text's ``[L]`` (what ``tokenizer.encode(text)`` gives) as a batch of one."""
+    if not isinstance(ids, torch.Tensor) or ids.dim() not in (1, 2) or ids.is_floating_point() or ids.is_complex():
+        shown = f"tensor of shape {tuple(ids.shape)}, dtype {ids.dtype}" if isinstance(ids, torch.Tensor) else ids
+        raise ValueError(bad_argument(name, shown, "an integer tensor of token ids, [B, L] or one text's [L]",
+                                      "pass tokenizer.encode(texts), or ids.long()"))
+    return ids.unsqueeze(0) if ids.dim() == 1 else ids
 
 
 class TextCNN(nn.Module):
@@ -67,6 +77,11 @@ class TextCNN(nn.Module):
         self.classifier = nn.Linear(num_filters * len(kernel_sizes), num_classes)
 
     def forward(self, ids: torch.Tensor, ngram_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``[B, num_classes]`` of ids ``[B, L]``; one text's ids ``[L]`` (``tok.encode(text)``) give
+        ``[1, num_classes]``."""
+        ids = _as_batch("ids", ids)
+        if ngram_ids is not None:
+            ngram_ids = _as_batch("ngram_ids", ngram_ids)
         x = self.embedding(ids)
         if (ngram_ids is None) != (self.ngram_embedding is None):
             raise ValueError(bad_argument(
@@ -136,6 +151,8 @@ class BiGRU(nn.Module):
         self.classifier = nn.Linear(2 * hidden_size, num_classes)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """Logits ``[B, num_classes]`` of ids ``[B, L]``; one text's ids ``[L]`` give ``[1, num_classes]``."""
+        ids = _as_batch("ids", ids)
         lengths = (ids != self.padding_idx).sum(dim=1).clamp(min=1)
         packed = nn.utils.rnn.pack_padded_sequence(
             self.embedding(ids), lengths.cpu(), batch_first=True, enforce_sorted=False)

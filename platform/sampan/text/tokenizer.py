@@ -126,6 +126,16 @@ class Vocab:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
+def _str_list(texts: Any) -> list[str]:
+    """``texts`` (any iterable of str but a str itself: a list, a NumPy array, a pandas Series) as a list."""
+    if not isinstance(texts, (bytes, dict)) and isinstance(texts, Iterable):
+        items = list(texts)
+        if all(isinstance(t, str) for t in items):
+            return items
+    raise TypeError(bad_argument("texts", texts, "a str (one text) or an iterable of str (list, array, Series)",
+                                 "pass [text] for one text, or list(texts)"))
+
+
 class Tokenizer:
     """Base class: split text into tokens (:meth:`tokenize`), map them through a :class:`Vocab`.
 
@@ -158,16 +168,17 @@ class Tokenizer:
         """Ids of one text, without padding or truncation."""
         return self._require_vocab().to_ids(self.tokenize(text))
 
-    def encode(self, texts: str | Sequence[str], max_len: int | None = None) -> torch.Tensor:
+    def encode(self, texts: str | Iterable[str], max_len: int | None = None) -> torch.Tensor:
         """Token ids as an int64 tensor, truncated to / right-padded with 0 up to ``max_len``.
 
         Args:
-            texts: one text (gives ``[max_len]``) or a sequence of texts (gives ``[B, max_len]``).
+            texts: one text (gives ``[max_len]``) or several (gives ``[B, max_len]``): a list, a tuple,
+                a NumPy array or a pandas Series of str, any iterable of str.
             max_len: the length; None pads to the longest text.
         """
         single = isinstance(texts, str)
-        if not single and not (isinstance(texts, Sequence) and all(isinstance(t, str) for t in texts)):
-            raise TypeError(bad_argument("texts", texts, "a str or a sequence of str", "pass [text] for one text"))
+        if not single:
+            texts = _str_list(texts)
         if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1):
             raise ValueError(bad_argument("max_len", max_len, "None or a positive int", "pass max_len=128"))
         rows = [self(t) for t in ([texts] if single else texts)]
@@ -179,10 +190,14 @@ class Tokenizer:
         return out[0] if single else out
 
     def decode(self, ids: Sequence[int] | torch.Tensor, *, skip_pad: bool = True) -> str:
-        """Tokens of one id sequence joined back into text (pads dropped)."""
+        """Tokens of one id sequence joined back into text (pads dropped, unknown tokens as ``<unk>``)."""
         vocab = self._require_vocab()
-        tokens = vocab.to_tokens(int(i) for i in ids if not (skip_pad and int(i) == vocab.pad_id))
-        return self._join(tokens)
+        ids = [int(i) for i in ids]
+        bad = [i for i in ids if not 0 <= i < len(vocab)]
+        if bad:
+            raise ValueError(bad_argument("ids", bad[0], f"ids of this vocabulary, 0 to {len(vocab) - 1}",
+                                          "decode ids that this tokenizer's encode gave"))
+        return self._join(vocab.to_tokens(i for i in ids if not (skip_pad and i == vocab.pad_id)))
 
     def _join(self, tokens: list[str]) -> str:
         return "".join(tokens)
@@ -243,6 +258,19 @@ class CharTokenizer(Tokenizer):
         joined = "".join(chars)
         return [joined[i:i + self.ngram] + (self.END if i + self.ngram > len(joined) else "")
                 for i in range(len(joined))]
+
+    def _join(self, tokens: list[str]) -> str:
+        """The text again: with n-grams, each token's first character (one token per character), then what the
+        last token holds past it, which is more text when ``encode`` truncated. ``<unk>`` / ``<pad>`` stay whole."""
+        if self.ngram == 1 or not tokens:
+            return "".join(tokens)
+        vocab = self._require_vocab()
+        special = {vocab.unk_token, vocab.pad_token}
+        text = "".join(t if t in special else t[:1] for t in tokens)
+        last = tokens[-1]
+        if last not in special:
+            text += last[1:].split(self.END, 1)[0]
+        return text
 
     def _config(self) -> dict[str, Any]:
         return {"lower": self.lower, "ngram": self.ngram}

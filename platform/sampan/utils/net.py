@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import socket
+import sys
 from pathlib import Path
 
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
@@ -53,3 +54,17 @@ def free_port(preferred: int | None = None) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def server_port(requested: int, *, program: str) -> int:
+    """:func:`free_port` for a server the learner asked for on ``requested`` (0: any free port); when that port is
+    taken, a line on stderr says so and names the port used instead (``sampan lab``, ``dashboard``, ``publish``).
+
+    Example:
+        >>> server_port(0, program="sampan lab") > 0
+        True
+    """
+    port = free_port(requested)
+    if requested and port != requested:
+        print(f"{program}: port {requested} is busy; using port {port} instead", file=sys.stderr, flush=True)
+    return port

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 from sampan.cli import main
 from sampan.cli._servers import free_port
 from sampan.utils.io import repo_root
@@ -65,3 +67,24 @@ def test_free_port_skips_a_taken_one():
         busy = taken.getsockname()[1]
         port = free_port(busy)
         assert port != busy and port > 0
+
+
+@pytest.mark.parametrize("command", [["lab", "--no-browser"], ["dashboard", "digit_playground"],
+                                     ["publish", "--serve"]])
+def test_a_busy_port_is_replaced_by_another_and_the_learner_is_told(command, capsys, tmp_path, monkeypatch):
+    """Audit: --port help said "the next free one when taken" while a random free port was picked silently."""
+    monkeypatch.setenv("SAMPAN_DATA", str(tmp_path))  # publish --serve writes the gallery page there
+    with pytest.raises(SystemExit):
+        main([command[0], "--help"])
+    assert "another free port when taken" in " ".join(capsys.readouterr().out.split())
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        assert main([*command, "--dry-run", "--port", str(busy)]) == 0
+    out, err = capsys.readouterr()
+    used = int(err.split("using port ")[1].split()[0])
+    assert f"sampan {command[0]}: port {busy} is busy; using port {used} instead" in err
+    assert used != busy and f"port={used}" in out  # the command runs on the port named
+    assert main([*command, "--dry-run", "--port", str(used)]) == 0
+    assert "busy" not in capsys.readouterr().err  # a free port: no note

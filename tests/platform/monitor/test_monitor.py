@@ -52,6 +52,20 @@ def test_forgotten_sampler_thread_ends():
 def test_bad_interval_names_the_argument():
     with pytest.raises(ValueError, match="interval"):
         ResourceSampler(interval=0)
+    with pytest.raises(ValueError, match=r"`interval` to be a number of seconds > 0. Received: interval=True"):
+        ResourceSampler(interval=True)
+
+
+def test_bad_max_samples_names_the_argument():
+    """Audit: max_samples=-1 gave deque's "maxlen must be non-negative"."""
+    for bad in (-1, 0, 2.5):
+        with pytest.raises(ValueError, match=rf"`max_samples` to be an int >= 1. Received: max_samples={bad}. HINT"):
+            ResourceSampler(gpu=False, max_samples=bad)
+    sampler = ResourceSampler(gpu=False, max_samples=1)
+    sampler.sample_now()
+    sampler.sample_now()
+    assert len(sampler.samples) == 1
+    assert ResourceSampler(gpu=False, max_samples=None)._samples.maxlen is None  # keeps every sample
 
 
 def test_listener_failure_does_not_stop_sampling(caplog):

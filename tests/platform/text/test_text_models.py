@@ -11,6 +11,21 @@ def test_classifiers_map_token_ids_to_logits(net):
     assert net(torch.tensor([[4, 0, 0, 0]])).shape == (1, 3)  # shorter than the widest kernel, mostly padding
 
 
+@pytest.mark.parametrize("arch", [TextCNN, BiGRU])
+def test_one_encoded_text_is_a_batch_of_one(arch):
+    """Audit: net(tok.encode("很好")) -- ids [L] -- crashed with an IndexError."""
+    torch.manual_seed(0)
+    tok = CharTokenizer()
+    tok.build_vocab(["很好", "不好"])
+    net = arch(len(tok.vocab), 3, embed_dim=8).eval()
+    with torch.no_grad():
+        one = net(tok.encode("很好"))
+        assert one.shape == (1, 3)
+        torch.testing.assert_close(one, net(tok.encode(["很好"])))
+    with pytest.raises(ValueError, match=r"`ids` to be an integer tensor of token ids.*dtype torch.float32"):
+        net(tok.encode(["很好"]).float())
+
+
 def test_bigru_ignores_padding():
     torch.manual_seed(0)
     net = BiGRU(20, 2, embed_dim=4, hidden_size=5).eval()

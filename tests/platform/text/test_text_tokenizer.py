@@ -70,8 +70,38 @@ def test_encode_errors_name_the_argument():
     tok.build_vocab(["x"])
     with pytest.raises(ValueError, match=r"`max_len` to be None or a positive int. Received: max_len=0"):
         tok.encode(["x"], max_len=0)
-    with pytest.raises(TypeError, match=r"`texts` to be a str or a sequence of str"):
+    with pytest.raises(TypeError, match=r"`texts` to be a str \(one text\) or an iterable of str"):
         tok.encode([1, 2])
+    with pytest.raises(ValueError, match=r"`ids` to be ids of this vocabulary, 0 to 2. Received: ids=99"):
+        tok.decode([2, 99])
+
+
+def test_encode_takes_an_array_or_a_series_of_texts():
+    """Audit: a NumPy array or a pandas Series of str was refused as "not a sequence"."""
+    import numpy as np
+    import pandas as pd
+
+    tok = CharTokenizer()
+    tok.build_vocab(["很好", "不好"])
+    expected = tok.encode(["很好", "不好"]).tolist()
+    assert tok.encode(np.array(["很好", "不好"])).tolist() == expected
+    assert tok.encode(pd.Series(["很好", "不好"], index=[7, 3])).tolist() == expected
+    assert tok.encode(t for t in ("很好", "不好")).tolist() == expected
+    assert tok.encode("很好").tolist() == expected[0]  # a bare str is one text, not an iterable of characters
+    with pytest.raises(TypeError, match=r"`texts` to be .*iterable of str.*Received: texts=b'ab'"):
+        tok.encode(b"ab")
+
+
+@pytest.mark.parametrize("ngram", [2, 3])
+def test_ngram_decode_gives_the_text_back(ngram):
+    """Audit: decode joined whole n-grams, giving '不好好看看</s>' for '不好看'."""
+    tok = CharTokenizer(ngram=ngram)
+    tok.build_vocab(["不好看", "很好"])
+    assert tok.decode(tok.encode("不好看")) == "不好看"
+    assert tok.decode(tok.encode(["好", "不好看"], max_len=5)[0]) == "好"  # padding dropped
+    assert tok.decode(tok.encode("不好看", max_len=2)) == "不好看"[:2 + ngram - 1]  # the last n-gram holds more
+    assert tok.decode(tok.encode("坏好看")) == "<unk>好看"  # an unknown n-gram stands for its one character
+    assert tok.decode(tok.encode("好", max_len=3), skip_pad=False) == "好<pad><pad>"
 
 
 @pytest.mark.parametrize("tokenizer", [CharTokenizer(lower=False), WordTokenizer(pattern=r"\w+")])
@@ -98,6 +128,25 @@ def test_text_classification_dataset_from_reviews(data_home):
     assert (ds.ids[:, 0] != 0).all()  # no empty review
     with pytest.raises(ValueError, match="one label per text"):
         TextClassificationDataset(["a", "b"], [1], tok, max_len=4)
+
+
+def test_dataset_labels_given_as_class_names():
+    """Audit: string labels failed with torch's "too many dimensions 'str'"."""
+    import pandas as pd
+
+    tok = CharTokenizer()
+    tok.build_vocab(["很好", "不好"])
+    ds = TextClassificationDataset(["很好", "不好"], pd.Series(["pos", "neg"]), tok, 4, classes=["neg", "pos"])
+    assert ds.labels.tolist() == [1, 0] and ds.labels.dtype == torch.int64 and ds.classes == ["neg", "pos"]
+    with pytest.raises(ValueError, match=r"`labels` to be class ids.*Received: labels=\['pos', 'neg'\].*"
+                                         r"HINT: pass classes=\['neg', 'pos'\]"):
+        TextClassificationDataset(["很好", "不好"], ["pos", "neg"], tok, 4)
+    with pytest.raises(ValueError, match=r"`labels` to be one of classes=\['neg', 'pos'\]. Received: labels='ok'"):
+        TextClassificationDataset(["很好", "不好"], ["pos", "ok"], tok, 4, classes=["neg", "pos"])
+    with pytest.raises(ValueError, match=r"`labels` to be one class id \(an int\) per text. .*labels=\[1.5, 0\]"):
+        TextClassificationDataset(["很好", "不好"], [1.5, 0], tok, 4)
+    with pytest.raises(ValueError, match=r"`labels` to be class ids >= 0 and < len\(classes\) = 2. .*labels=2"):
+        TextClassificationDataset(["很好", "不好"], [2, 0], tok, 4, classes=["neg", "pos"])
 
 
 def test_char_ngrams_line_up_with_characters(tmp_path):

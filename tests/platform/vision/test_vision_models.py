@@ -50,8 +50,10 @@ def test_resnet50_head_size():
 
 
 def test_bad_arguments_name_the_argument():
-    with pytest.raises(ValueError, match=r"Expected `num_classes` to be an int >= 1. Received: num_classes=0"):
-        models.resnet18(num_classes=0)
+    with pytest.raises(ValueError, match=r"`num_classes` to be an int \(0 or less.*Received: num_classes=True"):
+        models.resnet18(num_classes=True)
+    with pytest.raises(ValueError, match=r"Expected `with_pool` to be True or False. Received: with_pool='no'"):
+        models.resnet18(with_pool="no")
     with pytest.raises(ValueError, match=r"`in_channels`.*Received: in_channels=-1"):
         models.LeNet(in_channels=-1)
     with pytest.raises(ValueError, match=r"`name`.*zoo name.*Received: name='../evil'"):
@@ -111,3 +113,35 @@ def test_import_sampan_vision_does_not_import_torchvision():
     code = "import sys, sampan.vision; print('torchvision' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("builder, channels", [(models.resnet18, 512), (models.mobilenet_v3_small, 576)])
+def test_num_classes_0_and_with_pool_false_give_features_like_paddle(builder, channels):
+    """Audit: resnet18(num_classes=0) was refused and with_pool= was a raw TypeError; Paddle has both."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 64, 64)
+    pooled, grid = builder(num_classes=0).eval(), builder(num_classes=-1, with_pool=False).eval()
+    with torch.no_grad():
+        assert pooled(x).shape == (2, channels, 1, 1)  # Paddle: the pooled map, not flattened
+        assert grid(x).shape == (2, channels, 2, 2)  # Paddle: the map before the pool
+    head = "fc." if builder is models.resnet18 else "classifier."
+    assert not any(k.startswith(head) for k in pooled.state_dict())  # no classifier at all, as in Paddle
+    assert sorted(builder(num_classes=5, with_pool=False).state_dict()) == sorted(builder(num_classes=5).state_dict())
+    with torch.no_grad():  # with a classifier and no pool the map must be 1x1, as in Paddle
+        assert builder(num_classes=5, with_pool=False).eval()(torch.zeros(1, 3, 32, 32)).shape == (1, 5)
+    with pytest.raises(ValueError, match=r"`with_pool` to be True when the feature map is larger than 1x1"):
+        builder(num_classes=5, with_pool=False)(x)
+    assert type(builder(num_classes=5)).__name__ in ("ResNet", "MobileNetV3")  # the default: torchvision's own
+
+
+@pytest.mark.parametrize("builder, arch", [(models.resnet18, "resnet18"), (models.mobilenet_v3_small, "mb")])
+def test_zoo_weights_load_into_a_network_without_its_classifier(builder, arch, data_home):
+    torch.manual_seed(3)
+    full = builder(num_classes=4, in_channels=1).eval()
+    models.save_to_zoo(full, arch)
+    features = builder(arch, num_classes=0, in_channels=1, with_pool=False).eval()  # the saved head is skipped
+    x = torch.randn(2, 1, 64, 64)
+    with torch.no_grad():
+        body = full.features(x) if arch == "mb" else full.layer4(full.layer3(full.layer2(full.layer1(
+            full.maxpool(full.relu(full.bn1(full.conv1(x))))))))
+        assert torch.equal(features(x), body)

@@ -162,11 +162,15 @@ def _cuda_stack() -> str:
 
 
 def _train_step(device: str, dtype: torch.dtype | None = None) -> str:
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                              torch.nn.Linear(4 * 6 * 6, 10)).to(device)
+    # seeded, so the check is reproducible, on a fork of the CPU stream: the caller's random numbers go on as
+    # if no check had run (torch.manual_seed would also reset every GPU's stream)
+    with torch.random.fork_rng(devices=[]):
+        torch.random.default_generator.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                  torch.nn.Linear(4 * 6 * 6, 10))
+        x, y = torch.randn(8, 1, 8, 8), torch.randint(0, 10, (8,))
+    net, x, y = net.to(device), x.to(device), y.to(device)
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    x, y = torch.randn(8, 1, 8, 8, device=device), torch.randint(0, 10, (8,), device=device)
     losses = []
     for _ in range(3):
         with torch.autocast(device_type=torch.device(device).type, dtype=dtype, enabled=dtype is not None):
@@ -185,7 +189,7 @@ def _compile_smoke() -> str:
         return torch.sin(x) * 2 + x.cos()
 
     compiled = torch.compile(f)
-    x = torch.randn(64)
+    x = torch.randn(64, generator=torch.Generator().manual_seed(0))
     if not torch.allclose(compiled(x), f(x), atol=1e-5):
         raise RuntimeError("compiled output differs from eager")
     return "inductor compiled and matched eager"
@@ -234,46 +238,86 @@ def _amx_kernel() -> str:
     return f"AMX bf16x3 convolution built, within {error:.1g} of float64"
 
 
-def _allreduce_worker(rank: int, world: int, port: int, queue) -> None:
-    import torch.distributed as dist
-
-    try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-        t = torch.tensor([float(rank + 1)])
-        dist.all_reduce(t)
-        queue.put((rank, float(t)))
-        dist.destroy_process_group()
-    except Exception as exc:  # reported to the parent, which decides
-        queue.put((rank, f"{type(exc).__name__}: {exc}"))
+# One rank of the all-reduce check, run as `python -c` in a fresh interpreter: started this way the ranks never
+# import the caller's __main__ (multiprocessing's spawn would, and run an unguarded script's run_check() again).
+_ALLREDUCE_RANK = """
+import datetime, sys
+import torch, torch.distributed as dist
+rank, world, port, timeout = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                        timeout=datetime.timedelta(seconds=timeout))
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t)
+dist.destroy_process_group()
+print(f"all-reduce: {float(t)}", flush=True)
+"""
 
 
 def _gloo_allreduce(timeout: float = 60.0) -> str:
-    import torch.multiprocessing as mp
+    import os
+    import subprocess
+    import tempfile
 
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=_allreduce_worker, args=(r, 2, port, queue), daemon=True) for r in range(2)]
-    for p in procs:
-        p.start()
-    results = {}
-    deadline = time.monotonic() + timeout
-    while len(results) < 2 and time.monotonic() < deadline:
-        try:
-            rank, value = queue.get(timeout=max(0.1, deadline - time.monotonic()))
-            results[rank] = value
-        except Exception:
-            break
-    for p in procs:
-        p.join(timeout=5)
-        if p.is_alive():
-            p.kill()
-    missing = sorted(set(range(2)) - set(results))
+    if not sys.executable:
+        raise RuntimeError("sys.executable is empty: no Python interpreter to start the two ranks with")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    port, procs, logs = free_port(), [], []
+    try:
+        for rank in range(2):
+            out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+            logs.append((out, err))
+            procs.append(subprocess.Popen([sys.executable, "-c", _ALLREDUCE_RANK, str(rank), "2", str(port),
+                                           str(timeout)], stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env))
+        failed = _wait_ranks(procs, time.monotonic() + timeout)
+        texts = [(_read(out), _read(err)) for out, err in logs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for out, err in logs:
+            out.close()
+            err.close()
+    if failed is not None:
+        rank, code = failed
+        how = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}"
+        said = (texts[rank][1].strip().splitlines() or ["(nothing on stderr)"])[-1][:200]
+        raise RuntimeError(f"rank {rank} {how} before reporting; its stderr ends: {said}")
+    missing = [r for r, p in enumerate(procs) if p.returncode is None or p.returncode < 0]
     if missing:
         raise RuntimeError(f"rank(s) {missing} did not report within {timeout:.0f} s")
-    if any(v != 3.0 for v in results.values()):
-        raise RuntimeError(f"all-reduce gave {results}, expected 3.0 on both ranks")
+    values = [out.strip().rpartition("all-reduce: ")[2] for out, _ in texts]
+    if values != ["3.0", "3.0"]:
+        raise RuntimeError(f"all-reduce gave {values}, expected 3.0 on both ranks")
     return "2 processes, sum 1+2 = 3 on both ranks"
+
+
+def _wait_ranks(procs: list, deadline: float) -> tuple[int, int] | None:
+    """Waits until every rank exits or the deadline passes; the first rank that exits with an error ends the
+    wait at once: ``(rank, exit code)``. None when none failed (or the time ran out; then some are still running)."""
+    while time.monotonic() < deadline:
+        codes = [p.poll() for p in procs]
+        for rank, code in enumerate(codes):
+            if code not in (None, 0):
+                return rank, code
+        if all(code == 0 for code in codes):
+            return None
+        time.sleep(0.05)
+    return None
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _read(file) -> str:
+    file.seek(0)
+    return file.read()
 
 
 def _run(name: str, fn: Callable[[], str], required: bool) -> CheckItem:
@@ -293,17 +337,27 @@ def run_check(*, compile: bool = True, distributed: bool = True, verbose: bool =
     Args:
         compile: include the ``torch.compile`` smoke test and Sampan's C++ CPU kernels (int8 GEMV, Winograd
             F(4x4)), which need a C++ compiler: ~10-30 s on 2 cores, 20 s more the first time the kernels build.
-        distributed: include the two-process gloo all-reduce.
+        distributed: include the two-process gloo all-reduce (two fresh interpreters, ``python -c``: a script
+            may call ``run_check()`` at its top level, without an ``if __name__ == "__main__":`` guard).
         verbose: print the report.
 
     Returns:
-        A :class:`CheckReport`; ``report.ok`` is False when a required check failed.
+        A :class:`CheckReport`; ``report.ok`` is False when a required check failed. The checks are seeded on a
+        fork of torch's random state: the caller's random numbers go on as if none had run.
 
     Example:
         >>> report = sampan.run_check(compile=False)  # doctest: +SKIP
         >>> report.ok  # doctest: +SKIP
         True
     """
+    with torch.random.fork_rng(devices=[]):  # no check moves the caller's CPU random stream
+        report = _checks(compile, distributed)
+    if verbose:
+        print(report, file=sys.stdout, flush=True)
+    return report
+
+
+def _checks(compile: bool, distributed: bool) -> CheckReport:
     report = CheckReport(versions=_versions())
     report.items.append(_run("cpu: forward + backward", lambda: _train_step("cpu"), required=True))
     report.items.append(_run("cpu: bf16 autocast step", lambda: _train_step("cpu", torch.bfloat16), required=False))
@@ -320,6 +374,4 @@ def run_check(*, compile: bool = True, distributed: bool = True, verbose: bool =
         report.items.append(_run("cpu: Sampan's C++ kernels", _cpu_kernels, required=False))
     if distributed:
         report.items.append(_run("distributed: gloo all-reduce x2", _gloo_allreduce, required=True))
-    if verbose:
-        print(report, file=sys.stdout, flush=True)
     return report

@@ -187,3 +187,135 @@ def test_launches_fork_from_one_server_that_has_torch_and_see_the_launchers_envi
     with pytest.raises(ValueError, match="start_method.*'forkserver', 'spawn' or 'fork'"):
         sd.spawn(_where_and_what, nprocs=2, start_method="threads")
     assert sd.spawn(_where_and_what, nprocs=2, threads=1, start_method="spawn")[0]["parent"] == os.getpid()
+
+
+def _explode_in_a_rank(message: str):
+    import os
+
+    if "RANK" in os.environ:  # unpickled in a rank, before fn runs
+        raise RuntimeError(message)
+    return message
+
+
+class _FailsToArrive:
+    def __reduce__(self):
+        return _explode_in_a_rank, ("planted while unpickling the arguments",)
+
+
+def test_an_error_before_fn_runs_is_reported_with_its_traceback():
+    pattern = r"(?s)Rank \d of 2 raised first.*Traceback.*RuntimeError: planted while unpickling the arguments"
+    with pytest.raises(sd.DistributedError, match=pattern):
+        sd.spawn(print, args=(_FailsToArrive(),), nprocs=2, threads=1)
+
+
+@pytest.mark.parametrize("threads", [-1, 0, 1.5, True, "2"])
+def test_threads_must_be_a_positive_int(threads):
+    with pytest.raises(ValueError, match=rf"Expected `threads` to be an int >= 1\. Received: threads={threads!r}\. "
+                                         r"HINT: pass threads=1"):
+        sd.spawn(print, nprocs=2, threads=threads)
+
+
+def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text("import sampan.distributed as dist\n\ndef work():\n    return dist.get_rank()\n\n"
+                      "print(dist.spawn(work, nprocs=2, threads=1))\n")
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=str(tmp_path),
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert res.returncode == 1
+    last = res.stderr.strip().splitlines()[-1]
+    assert "exited with code 1 before Sampan's worker started in it" in last, res.stderr
+    assert f"imports the launching script ({script}) again" in last
+    assert 'HINT: put the code that calls spawn / notebook_launcher under `if __name__ == "__main__":`' in last
+    assert "crash in native code" not in last
+
+
+def test_what_torchs_wrapper_caught_is_the_traceback_reported(tmp_path):
+    import pickle
+
+    from sampan.distributed.launcher import _first_failure
+
+    note = tmp_path / "torch-error"
+    note.write_bytes(pickle.dumps("Traceback (most recent call last):\nValueError: planted in the wrapper"))
+    error = _first_failure(str(tmp_path), 2, 1, "exited with code 1 without a Python traceback.", [None, str(note)])
+    assert error.ranks == [1] and "Rank 1 of 2 raised first" in str(error)
+    assert "ValueError: planted in the wrapper" in str(error)
+
+
+_AT_EXIT = """
+import atexit, sys
+import torch.distributed as dist
+atexit.register(lambda: print("at exit the group is", "alive" if dist.is_initialized() else "destroyed"))  # runs last
+import sampan.distributed as sd
+if sys.argv[1] == "user":  # a group the user made: not Sampan's to destroy
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sd.free_port()}", rank=0, world_size=1)
+print("sampan created it:", sd.init_parallel_env())
+if sys.argv[1] == "raises":  # a rank that failed leaves the group alone: its peers may be gone
+    raise RuntimeError("planted")
+"""
+
+
+@pytest.mark.parametrize("case, created, at_exit", [("sampan", True, "destroyed"), ("user", False, "alive"),
+                                                    ("raises", True, "alive")])
+def test_the_group_sampan_created_is_destroyed_at_exit_not_left_to_the_teardown(case, created, at_exit):
+    # gloo's threads outliving their group at interpreter exit can abort a rank that finished (SIGABRT,
+    # "terminate called without an active exception"), and torchrun then fails the job
+    import os
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", _AT_EXIT, case], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert res.returncode == (1 if case == "raises" else 0), res.stderr
+    assert res.stdout.split("\n")[:2] == [f"sampan created it: {created}", f"at exit the group is {at_exit}"]
+
+
+_ABORTS_AFTER_FINISHING = """
+import atexit, os, sys, time
+from pathlib import Path
+import torch
+rank = int(os.environ["RANK"])
+if rank == 1:
+    def abort_once_rank_0_finished():  # what gloo's teardown sometimes does, once the work is done
+        note = Path(os.environ["SAMPAN_LAUNCH_NOTES"], "finished-0")
+        for _ in range(600):
+            if note.exists():
+                break
+            time.sleep(0.1)
+        os.abort()
+    atexit.register(abort_once_rank_0_finished)  # runs after Sampan's exit hook, registered later
+import sampan.distributed as sd
+sd.init_parallel_env()
+t = torch.ones(1)
+torch.distributed.all_reduce(t)
+Path(sys.argv[1], f"rank{rank}").write_text(str(float(t)))
+"""
+
+
+def test_a_rank_that_aborts_at_exit_after_a_clean_finish_does_not_fail_the_launch(tmp_path):
+    script = tmp_path / "aborts.py"
+    script.write_text(_ABORTS_AFTER_FINISHING)
+    proc, _ = launch(["--nproc_per_node", "2", str(script), str(tmp_path)], timeout=120)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "rank(s) [1] crashed while exiting (SIGABRT" in output and "the job succeeded" in output
+    assert [(tmp_path / f"rank{r}").read_text() for r in (0, 1)] == ["2.0", "2.0"]
+
+
+def test_an_abort_counts_as_success_only_when_every_failed_rank_had_finished(tmp_path):
+    from types import SimpleNamespace as Failure
+
+    from sampan.distributed.launch import _aborted_after_finishing
+
+    (tmp_path / "finished-1").touch()
+    assert _aborted_after_finishing({1: Failure(exitcode=-6)}, str(tmp_path)) == [1]
+    # rank 0 was stopped by torchrun before it had finished: its work is cut short, the job failed
+    assert _aborted_after_finishing({1: Failure(exitcode=-6), 0: Failure(exitcode=-15)}, str(tmp_path)) == []
+    (tmp_path / "finished-0").touch()
+    assert _aborted_after_finishing({1: Failure(exitcode=-6), 0: Failure(exitcode=-15)}, str(tmp_path)) == [1]
+    assert _aborted_after_finishing({1: Failure(exitcode=-6), 0: Failure(exitcode=1)}, str(tmp_path)) == []
+    assert _aborted_after_finishing({1: Failure(exitcode=-11)}, str(tmp_path)) == []  # a segfault is a failure
+    assert _aborted_after_finishing({2: Failure(exitcode=-6)}, str(tmp_path)) == []  # rank 2 did not finish

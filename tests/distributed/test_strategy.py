@@ -72,6 +72,18 @@ def test_launch_adds_standalone_only_for_a_single_node_without_rendezvous():
         (["--standalone", "--nproc-per-node=2"], ["s.py", "--lr", "1"])
 
 
+@pytest.mark.parametrize("option", [
+    ["--rdzv_endpoint", "localhost:29611"], ["--rdzv-endpoint", "localhost:29611"], ["--rdzv_endpoint=localhost:1"],
+    ["--rdzv_backend", "c10d"], ["--rdzv-backend=c10d"], ["--rdzv_id", "job7"], ["--rdzv-id", "job7"],
+    ["--master_port", "29612"], ["--master-port", "29612"], ["--master_port=29612"], ["--master_addr", "127.0.0.1"],
+    ["--master-addr=127.0.0.1"], ["--standalone"]])
+def test_launch_keeps_the_rendezvous_the_user_chose_in_every_spelling(option):
+    args, _ = build_torchrun_args(["--nproc_per_node", "2", *option, "train.py"])
+    assert args == ["--nproc_per_node", "2", *option, "train.py"]  # no --standalone added, nothing replaced
+    args, _ = build_torchrun_args(["--nnodes", "1", "--nproc-per-node=2", *option, "train.py"])
+    assert args.count("--standalone") == option.count("--standalone")
+
+
 def test_sampan_launch_without_a_script_explains_usage(capsys):
     from sampan.cli import main
 

@@ -1,4 +1,5 @@
 """run_check really runs each capability; `sampan check` exits 1 when something required fails."""
+import os
 import subprocess
 import sys
 
@@ -83,3 +84,42 @@ def test_the_cpu_kernels_item_builds_them_runs_the_int8_gemv_and_names_the_int8_
     item = check._run("cpu: Sampan's C++ kernels", check._cpu_kernels, required=False)
     assert not item.ok and "the int8 GEMV kernel: no C++ compiler" in item.detail
     assert "[warn] cpu: Sampan's C++ kernels" in str(check.CheckReport(items=[item]))
+
+
+def test_run_check_leaves_the_callers_random_stream_where_it_was():
+    torch.manual_seed(1234)
+    torch.rand(3)
+    want = torch.rand(5)
+    torch.manual_seed(1234)
+    torch.rand(3)
+    check.run_check(compile=False, distributed=False, verbose=False)
+    assert torch.equal(torch.rand(5), want)
+    assert torch.initial_seed() == 1234
+    assert check._compile_smoke()  # seeds nothing either
+    torch.manual_seed(1234)
+    torch.rand(3)
+    check._train_step("cpu")
+    check._compile_smoke()
+    assert torch.equal(torch.rand(5), want)
+
+
+def test_run_check_in_a_script_without_a_main_guard_passes_its_gloo_check(tmp_path):
+    # Paddle's idiom: `paddle.utils.run_check()` at the top of a script. Ranks started with multiprocessing's spawn
+    # would import this script again and run its run_check() once more, and never report.
+    script = tmp_path / "check_here.py"
+    script.write_text("import sampan\n"
+                      "report = sampan.run_check(compile=False, verbose=False)\n"
+                      "print('gloo:', report['distributed: gloo all-reduce x2'].detail)\n"
+                      "assert report.ok, report\n")
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=170,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=str(tmp_path))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "gloo: 2 processes, sum 1+2 = 3 on both ranks" in res.stdout
+
+
+def test_a_gloo_rank_that_dies_is_reported_with_its_exit_code_and_stderr(monkeypatch):
+    monkeypatch.setattr(check, "_ALLREDUCE_RANK", "import sys\nsys.exit('planted: no gloo here' if sys.argv[1] == '1' "
+                                                  "else __import__('time').sleep(120))")
+    with pytest.raises(RuntimeError, match=r"rank 1 exited with code 1 before reporting; its stderr ends: planted: "
+                                           r"no gloo here"):
+        check._gloo_allreduce(timeout=150)  # rank 0 sleeps for 120 s: the wait ends when rank 1 exits

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any
 
 import torch
@@ -57,6 +58,16 @@ class Strategy:
 
     def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor
+
+    def real_rows(self, loader: Any) -> int:
+        """How many of the rows ``loader`` gives this process are samples to count: a distributed sampler pads
+        every rank's share to one length with repeated samples at its end, which an evaluation must not count
+        again. In one process, all of them."""
+        return sys.maxsize
+
+    def gather_predictions(self, batches: list[list[torch.Tensor]], loader: Any) -> list[list[torch.Tensor]]:
+        """Every process's predictions (per batch, per output) in the data's order; in one process, its own."""
+        return batches
 
     def barrier(self) -> None:
         pass

@@ -8,8 +8,14 @@ NCCL.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import datetime
 import os
+import sys
+import weakref
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -116,7 +122,37 @@ def init_parallel_env(backend: str | None = None, timeout: float | None = None) 
     if torch.cuda.is_available():
         torch.cuda.set_device(get_local_rank())
     dist.init_process_group(backend=backend or default_backend(), **kwargs)
+    _destroy_at_exit(dist.distributed_c10d._get_default_group())
     return True
+
+
+def _destroy_at_exit(group: Any) -> None:
+    """At the interpreter's exit, after a run that raised nothing: destroys ``group`` (the default group this
+    module created) if it is still the default group, and, under ``sampan launch``, leaves a note that this rank
+    finished (:func:`finished_note`). gloo's teardown at exit can still abort a rank that finished its work
+    ("terminate called without an active exception", SIGABRT, in C++ destructors after Python has ended); with
+    the note, ``sampan launch`` tells such a job from a failed one. After an uncaught exception nothing is torn
+    down: the other ranks may be gone, and a collective backend's teardown could then wait for them."""
+    created = weakref.ref(group)
+
+    def at_exit() -> None:
+        if getattr(sys, "last_value", None) is not None:
+            return
+        if dist.is_initialized() and dist.distributed_c10d._get_default_group() is created():
+            dist.destroy_process_group()  # not left to the interpreter's teardown
+        note = finished_note(os.environ.get("RANK", "0"))
+        if note is not None:
+            with contextlib.suppress(OSError):
+                note.touch()
+
+    atexit.register(at_exit)
+
+
+def finished_note(rank: int | str, folder: str | os.PathLike | None = None) -> Path | None:
+    """The file by which a rank tells ``sampan launch`` that its program ended without an error, in ``folder``
+    (default: the launch's notes folder, ``$SAMPAN_LAUNCH_NOTES``); None outside ``sampan launch``."""
+    folder = folder or os.environ.get(NOTES_ENV)
+    return Path(folder, f"finished-{rank}") if folder and Path(folder).is_dir() else None
 
 
 def local_device(device: torch.device) -> torch.device:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from sampan.distributed.env import TIMEOUT_ENV, DistributedError, free_port
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, check_int
 from sampan.utils.imports import require
 
 
@@ -37,20 +37,23 @@ _PRELOAD = ("torch", "torch.distributed", "sampan", "sampan.distributed.launcher
 
 def _worker(local_rank: int, payload: bytes, nprocs: int, port: int, threads: int, result_dir: str,
             timeout: float | None, environ: dict[str, str] | None = None) -> None:
-    if environ is not None:  # forkserver: the launcher's environment now, not the server's when it started
-        os.environ.clear()
-        os.environ.update(environ)
-    os.environ.update(RANK=str(local_rank), LOCAL_RANK=str(local_rank), WORLD_SIZE=str(nprocs),
-                      LOCAL_WORLD_SIZE=str(nprocs), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                      OMP_NUM_THREADS=str(threads))
-    if timeout is not None:
-        os.environ[TIMEOUT_ENV] = str(timeout)
-    torch.set_num_threads(threads)
-    cloudpickle = require("cloudpickle")
-    fn, args = cloudpickle.loads(payload)  # the learner's own function, pickled by this same launch (never a shared file)
+    # first of all: this rank got as far as Sampan's code (under forkserver or spawn it has imported the launching
+    # script's __main__ again by now, which is where a script without an `if __name__ == "__main__":` guard fails)
+    Path(result_dir, f"{local_rank}.started").touch()
     import torch.distributed as dist
 
     try:
+        if environ is not None:  # forkserver: the launcher's environment now, not the server's when it started
+            os.environ.clear()
+            os.environ.update(environ)
+        os.environ.update(RANK=str(local_rank), LOCAL_RANK=str(local_rank), WORLD_SIZE=str(nprocs),
+                          LOCAL_WORLD_SIZE=str(nprocs), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                          OMP_NUM_THREADS=str(threads))
+        if timeout is not None:
+            os.environ[TIMEOUT_ENV] = str(timeout)
+        torch.set_num_threads(threads)
+        cloudpickle = require("cloudpickle")
+        fn, args = cloudpickle.loads(payload)  # the learner's function, pickled by this same launch (no shared file)
         result = fn(*args)
     except BaseException:
         note = {"time": time.time(), "traceback": traceback.format_exc()}
@@ -133,6 +136,9 @@ def _run(fn: Callable, args: Sequence, nprocs: int | None, *, threads: int | Non
     if start_method not in ("forkserver", "spawn", "fork"):
         raise ValueError(bad_argument("start_method", start_method, "'forkserver', 'spawn' or 'fork'",
                                       "pass start_method='forkserver' (the default)"))
+    if threads is not None:
+        check_int("threads", threads, fix="pass threads=1 (torch threads per process), or leave it out for CPU "
+                                          "cores / nprocs")
     payload = _pickle_job(fn, args)
     threads = threads or max(1, (os.cpu_count() or 1) // nprocs)
     environ = None
@@ -145,18 +151,23 @@ def _run(fn: Callable, args: Sequence, nprocs: int | None, *, threads: int | Non
         context = torch.multiprocessing.start_processes(
             _worker, args=(payload, nprocs, free_port(), threads, result_dir, timeout, environ), nprocs=nprocs,
             join=False, start_method=start_method)
-        _join(context.processes, result_dir)
+        try:
+            _join(context, result_dir, start_method)
+        finally:
+            for path in getattr(context, "error_files", None) or ():  # torch's notes, written where a rank raised
+                if path:
+                    Path(path).unlink(missing_ok=True)
         return [_load_result(Path(result_dir, f"{r}.pkl")) for r in range(nprocs)]
 
 
-def _join(processes: list, result_dir: str) -> None:
+def _join(context: Any, result_dir: str, start_method: str) -> None:
     """Waits for every rank. A rank that dies after writing its result (gloo's teardown can abort a process at
     exit, "terminate called without an active exception") does not stop the others, which may still be writing
-    theirs: it is reported with a warning. A rank that dies before (an exception in ``fn``, a native crash) stops
-    the others, and the first failure is raised with its traceback."""
+    theirs: it is reported with a warning. A rank that dies before (an exception in ``fn``, a native crash, a
+    failed start) stops the others, and the first failure is raised with its traceback."""
     import multiprocessing.connection
-    import signal
 
+    processes = context.processes
     warned: set[int] = set()
     while True:
         for rank, process in enumerate(processes):
@@ -174,24 +185,42 @@ def _join(processes: list, result_dir: str) -> None:
                     other.terminate()
             for other in processes:
                 other.join()
-            how = (f"exited with code {code} (signal {signal.Signals(-code).name})" if code < 0
-                   else f"exited with code {code}")
-            raise _first_failure(result_dir, len(processes), rank,
-                                 f"{how} without a Python traceback. HINT: a crash in native code or running out "
-                                 f"of memory.")
+            raise _first_failure(result_dir, len(processes), rank, _without_traceback(result_dir, rank, code,
+                                                                                       start_method),
+                                 getattr(context, "error_files", None))
         alive = [p for p in processes if p.exitcode is None]
         if not alive:
             return
         multiprocessing.connection.wait([p.sentinel for p in alive], timeout=1.0)
 
 
-def _first_failure(result_dir: str, nprocs: int, seen_rank: int, seen_text: str) -> DistributedError:
+def _without_traceback(result_dir: str, rank: int, code: int, start_method: str) -> str:
+    """What to say of a rank that died without a Python traceback of ``fn``."""
+    import signal
+    import sys
+
+    how = f"exited with code {code} (signal {signal.Signals(-code).name})" if code < 0 else f"exited with code {code}"
+    if Path(result_dir, f"{rank}.started").is_file():
+        return f"{how} without a Python traceback. HINT: a crash in native code or running out of memory."
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    if start_method != "fork" and script:
+        return (f"{how} before Sampan's worker started in it: with start_method={start_method!r} each rank first "
+                f"imports the launching script ({script}) again, and that failed (its traceback is above, on stderr)."
+                f" HINT: put the code that calls spawn / notebook_launcher under `if __name__ == \"__main__\":` so "
+                f"that importing the script does not run it again.")
+    return f"{how} before Sampan's worker started in it (its output, if any, is above, on stderr)."
+
+
+def _first_failure(result_dir: str, nprocs: int, seen_rank: int, seen_text: str,
+                   error_files: Sequence[str | None] | None = None) -> DistributedError:
     """The rank that failed first (the root cause); later failures are usually its consequence."""
     notes = {}
     for r in range(nprocs):
         path = Path(result_dir, f"{r}.err")
         if path.is_file():
             notes[r] = json.loads(path.read_text())
+        elif error_files and _torch_error(error_files[r]):  # what torch's own wrapper caught around the worker
+            notes[r] = {"time": os.path.getmtime(error_files[r]), "traceback": _torch_error(error_files[r])}
     if not notes:
         return DistributedError(f"Rank {seen_rank} of {nprocs} {seen_text.strip()} The other ranks were stopped.",
                                 ranks=[seen_rank])
@@ -201,6 +230,24 @@ def _first_failure(result_dir: str, nprocs: int, seen_rank: int, seen_text: str)
     also = f"\n(A consequence: {'; '.join(later)}.)" if later else ""
     return DistributedError(f"Rank {first} of {nprocs} raised first; the other ranks were stopped.\n"
                             f"{notes[first]['traceback']}{also}", ranks=[first])
+
+
+class _TextOnly(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"not a traceback: {module}.{name}")
+
+
+def _torch_error(path: str | None) -> str | None:
+    """The traceback ``torch.multiprocessing`` wrote for a rank (a pickled string, in a private temporary file
+    this launch named for its own child; nothing but a string is read), or None."""
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as file:
+            text = _TextOnly(file).load()
+    except Exception:  # noqa: BLE001 - an unreadable note is no note
+        return None
+    return text if isinstance(text, str) and text else None
 
 
 def _load_result(path: Path) -> Any:
@@ -220,7 +267,7 @@ def spawn(fn: Callable, args: Sequence = (), nprocs: int = -1, join: bool = True
         nprocs: processes; ``-1`` means one per GPU, or 2 without CUDA.
         join: only ``True`` (wait for the processes).
         daemon: ignored (workers are always joined).
-        threads: torch threads per process (default: CPU cores / nprocs).
+        threads: torch threads per process, a positive int (default: CPU cores / nprocs).
         timeout: seconds a collective may wait (``$SAMPAN_DIST_TIMEOUT`` in the workers).
         start_method: ``"forkserver"`` (default: the ranks fork from a server process started once, which has
             imported torch and sampan, so a launch after the first starts in about 0.1 s; it never touches this
@@ -258,7 +305,7 @@ def notebook_launcher(fn: Callable, args: Sequence = (), nprocs: int | None = No
         fn: the training function; build the model, data and ``sampan.Model`` inside it.
         args: its arguments.
         nprocs: processes (default: one per GPU, or 2 on CPU).
-        threads: torch threads per process (default: CPU cores / nprocs).
+        threads: torch threads per process, a positive int (default: CPU cores / nprocs).
         timeout: seconds a collective may wait before failing.
 
     Example:

@@ -3,9 +3,15 @@
 Under torchrun (``WORLD_SIZE > 1``) ``Model.prepare`` picks :class:`DDPStrategy`
 by itself. Each hook is the torch idiom: ``DistributedDataParallel`` around the
 network, a ``DistributedSampler`` per loader with ``set_epoch``, ``no_sync`` on
-accumulation steps, ``all_reduce`` for the loss sums (torchmetrics reduces the
-metrics itself), and ``monitored_barrier`` around checkpoints, which names the
+accumulation steps, ``all_reduce`` for the loss sums (the metrics reduce their
+counts themselves), and ``monitored_barrier`` around checkpoints, which names the
 ranks that did not arrive.
+
+Evaluation and prediction count each sample once, as Paddle's ``Model`` does. The sampler pads every
+rank's share to one length (so all ranks run the same batches and collectives) by repeating samples at the
+end of the shares; the loop cuts those rows (:meth:`DDPStrategy.real_rows`) before the loss and the
+metrics, and ``predict`` gathers every rank's outputs into the data's order on every rank
+(:meth:`DDPStrategy.gather_predictions`).
 """
 from __future__ import annotations
 
@@ -81,6 +87,24 @@ class DDPStrategy(Strategy):
         return DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=drop_last,
                           num_workers=num_workers, collate_fn=collate_fn, persistent_workers=num_workers > 0)
 
+    def real_rows(self, loader: Any) -> int:
+        """This rank's samples in a loader over a ``DistributedSampler``: its share is ``indices[rank::world]``
+        of the padded index list, so the rows past the dataset's length come last."""
+        sampler = _shard_sampler(loader, self.world_size)
+        if sampler is None:
+            return super().real_rows(loader)
+        return len(range(sampler.rank, min(len(sampler.dataset), sampler.total_size), sampler.num_replicas))
+
+    def gather_predictions(self, batches: list[list[torch.Tensor]], loader: Any) -> list[list[torch.Tensor]]:
+        """Every rank's outputs, each step's batches interleaved row by row (rank r's row k is sample
+        ``r + k * world``), the padding cut: the dataset's samples in order, on every rank."""
+        sampler = _shard_sampler(loader, self.world_size)
+        if sampler is None:
+            return batches
+        everyone: list[Any] = [None] * self.world_size
+        dist.all_gather_object(everyone, batches, group=self._barrier_group)
+        return _interleave(everyone, len(sampler.dataset))
+
     def no_sync(self, network: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager:
         if sync or not isinstance(network, DistributedDataParallel):
             return contextlib.nullcontext()
@@ -97,6 +121,41 @@ class DDPStrategy(Strategy):
     def barrier(self) -> None:
         if self.world_size > 1:
             monitored_barrier(self.timeout, group=self._barrier_group)
+
+
+def _shard_sampler(loader: Any, world_size: int) -> DistributedSampler | None:
+    """The loader's ``DistributedSampler`` when it shares the data among this job's ranks, else None."""
+    sampler = getattr(loader, "sampler", None)
+    if world_size > 1 and isinstance(sampler, DistributedSampler) and sampler.num_replicas == world_size:
+        return sampler
+    return None
+
+
+def _interleave(per_rank: list[list[list[torch.Tensor]]], limit: int) -> list[list[torch.Tensor]]:
+    """``per_rank[r][step][output]`` -> ``[step][output]``: at each step the ranks' rows taken in turn (rank r's
+    row k is sample ``r + k * world``), cut after ``limit`` rows in all (the rest repeat samples: padding).
+
+    Example:
+        >>> a, b = [[torch.tensor([0, 2])], [torch.tensor([4])]], [[torch.tensor([1, 3])], [torch.tensor([0])]]
+        >>> [batch[0].tolist() for batch in _interleave([a, b], 5)]
+        [[0, 1, 2, 3], [4]]
+    """
+    merged: list[list[torch.Tensor]] = []
+    seen = 0
+    for step, batches in enumerate(zip(*per_rank)):
+        outputs = []
+        for index, parts in enumerate(zip(*batches)):
+            if len({tuple(p.shape) for p in parts}) > 1:
+                raise SampanError(
+                    f"predict gathers each batch's outputs from every rank row by row, but at batch {step} output "
+                    f"{index} has the shapes {[list(p.shape) for p in parts]} on the ranks. HINT: give every batch "
+                    f"one shape beyond the first dimension (pad in the network or the collate_fn), or run predict "
+                    f"in one process.")
+            outputs.append(torch.stack(parts, dim=1).flatten(0, 1)[:max(0, limit - seen)])
+        if outputs and len(outputs[0]):
+            merged.append(outputs)
+            seen += len(outputs[0])
+    return merged
 
 
 def monitored_barrier(timeout: float | None = None, group: Any = None) -> None:

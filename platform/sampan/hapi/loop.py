@@ -150,12 +150,14 @@ def _lr(optimizer: torch.optim.Optimizer) -> float:
     return float(optimizer.param_groups[0]["lr"])
 
 
-def forward(state: LoopState, net: torch.nn.Module, inputs: list, labels: list, step: int
-            ) -> tuple[Any, torch.Tensor | None]:
+def forward(state: LoopState, net: torch.nn.Module, inputs: list, labels: list, step: int,
+            keep: int | None = None) -> tuple[Any, torch.Tensor | None]:
     """The forward pass and the loss (None without a loss or labels) of one batch.
 
     Batch 0 runs with the checks that turn torch's terse errors into ones that name the fix; on any
-    batch a failing loss (labels out of range, wrong shape) is explained the same way.
+    batch a failing loss (labels out of range, wrong shape) is explained the same way. ``keep``: only the
+    outputs' first ``keep`` rows count (``labels`` hold those alone): the rest are the padding that ends a
+    rank's share of a distributed evaluation; the loss covers the rows kept (None when there are none).
     """
     if step == 0:
         check_specs(state.inputs, inputs, "inputs")
@@ -166,11 +168,12 @@ def forward(state: LoopState, net: torch.nn.Module, inputs: list, labels: list, 
             raise  # not the batch's fault: torch's own message says what to do
         except (RuntimeError, TypeError, IndexError) as exc:
             raise explain_failure(exc, "forward pass", inputs, labels, step=0) from exc
+        outputs = first_rows(outputs, keep)
         if state.loss is not None and labels:
             check_labels_for_loss(state.loss, outputs, labels)
     else:
-        outputs = net(*inputs)
-    if state.loss is None or not labels:
+        outputs = first_rows(net(*inputs), keep)
+    if state.loss is None or not labels or keep == 0:
         return outputs, None
     try:
         return outputs, state.compute_loss(outputs, labels)
@@ -178,6 +181,26 @@ def forward(state: LoopState, net: torch.nn.Module, inputs: list, labels: list, 
         raise
     except (RuntimeError, TypeError, IndexError, ValueError) as exc:
         raise explain_failure(exc, "loss", inputs, labels, step=step) from exc
+
+
+def first_rows(value: Any, keep: int | None) -> Any:
+    """The first ``keep`` rows of a tensor, or of each tensor in a list or tuple (``keep=None``: all of them).
+
+    Example:
+        >>> [t.shape[0] for t in first_rows([torch.zeros(3, 2), torch.zeros(3)], 1)]
+        [1, 1]
+    """
+    if keep is None:
+        return value
+    if isinstance(value, torch.Tensor):
+        return value[:keep] if value.ndim and value.shape[0] > keep else value
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
+        return type(value)(*(first_rows(v, keep) for v in value))
+    if type(value) in (tuple, list):
+        return type(value)(first_rows(v, keep) for v in value)
+    if type(value) is dict:
+        return {k: first_rows(v, keep) for k, v in value.items()}
+    return value
 
 
 def train_step(state: LoopState, inputs: list, labels: list, *, step: int, sync: bool,
@@ -249,28 +272,36 @@ def _batch_size(inputs: list) -> int:
 
 
 @torch.no_grad()
-def eval_step(state: LoopState, inputs: list, labels: list, step: int) -> tuple[Any, torch.Tensor | None]:
-    """The forward pass and loss of one evaluation batch, under the precision's autocast."""
+def eval_step(state: LoopState, inputs: list, labels: list, step: int, keep: int | None = None
+              ) -> tuple[Any, torch.Tensor | None]:
+    """The forward pass and loss of one evaluation batch, under the precision's autocast (``keep``: see
+    :func:`forward`)."""
     with state.precision.autocast():
-        return forward(state, state.eval_net, inputs, labels, step)
+        return forward(state, state.eval_net, inputs, labels, step, keep)
 
 
 @torch.no_grad()
 def evaluate_loop(state: LoopState, loader, cbks: "CallbackList", metrics: MetricSet, *, max_steps: int) -> dict:
+    """The loss and metrics over ``loader``. Under a distributed strategy every rank runs the same batches (its
+    share, padded to one length), and the padding is cut before the loss and the metrics: over all ranks, each
+    sample counts once."""
     state.eval_net.eval()
     metrics.reset()
     total = torch.zeros(2, dtype=torch.float64)
+    remaining = state.strategy.real_rows(loader)  # this rank's samples; the rows after them are padding
     cbks.call("on_eval_begin", {})
     for step, batch in enumerate(loader):
         if step >= max_steps:
             break
         cbks.call("on_eval_batch_begin", step, {})
         inputs, labels = state.split(batch)
-        outputs, loss = eval_step(state, inputs, labels, step)
-        n = _batch_size(inputs)
+        n = min(_batch_size(inputs), remaining)
+        remaining -= n
+        labels = first_rows(labels, n)
+        outputs, loss = eval_step(state, inputs, labels, step, keep=n)
         if loss is not None:
             total += torch.tensor([loss.item() * n, n], dtype=torch.float64)
-        metrics.add(outputs, labels)
+        metrics.add(outputs, labels)  # a batch of padding alone adds no rows, but every rank's metrics have fed
         cbks.call("on_eval_batch_end", step, {"loss": loss.item() if loss is not None else None, "batch_size": n})
     total = state.strategy.all_reduce_sum(total)
     logs = ({"loss": float(total[0] / total[1])} if total[1] > 0 else {})
@@ -299,6 +330,8 @@ def predict_step(state: LoopState, inputs: list, step: int) -> list[torch.Tensor
 
 @torch.no_grad()
 def predict_loop(state: LoopState, loader, cbks: "CallbackList") -> list[list[torch.Tensor]]:
+    """Each batch's outputs. Under a distributed strategy every rank gets every sample's outputs, in the data's
+    order (as ``paddle.Model.predict`` gathers them), without the padding of the ranks' shares."""
     state.eval_net.eval()
     collected: list[list[torch.Tensor]] = []
     least = required_inputs(state.eval_net)  # (x1, x2) for forward(x1, x2) is two inputs, not an input and a label
@@ -309,7 +342,7 @@ def predict_loop(state: LoopState, loader, cbks: "CallbackList") -> list[list[to
         collected.append(predict_step(state, inputs, step))
         cbks.call("on_predict_batch_end", step, {"batch_size": _batch_size(inputs)})
     cbks.call("on_predict_end", {})
-    return collected
+    return state.strategy.gather_predictions(collected, loader)  # distributed: every rank's, in the data's order
 
 
 # ---------------------------------------------------------------- one batch at a time (paddle.Model.*_batch)

@@ -351,6 +351,9 @@ class Model:
         A confusion-matrix metric appears as a nested list. ``eval_data`` must hold labels
         (``(inputs..., labels...)`` items) when a loss or metrics are prepared: data without labels
         raises ``ValueError`` instead of returning a meaningless score; use :meth:`predict` for it.
+        Under a launcher each rank evaluates its share and every sample counts once: the loss and
+        ``sampan.metric``'s metrics are reduced across ranks (a metric of your own sees its rank's share
+        only, unless its ``accumulate`` reduces its counts as ``sampan.metric.Accuracy`` does).
 
         Example:
             >>> model.evaluate(val_set, batch_size=64)  # doctest: +SKIP
@@ -373,6 +376,9 @@ class Model:
     def predict(self, test_data: Any, batch_size: int = 32, num_workers: int = 0, stack_outputs: bool = True,
                 verbose: int = 1, callbacks: Sequence[Callback] | None = None) -> list:
         """Runs the network on ``test_data`` (labels, if present, are ignored).
+
+        Under a launcher (DDP, FSDP) each rank runs its share, and every rank returns the outputs of every
+        sample, in the data's order, as ``paddle.Model.predict`` gathers them.
 
         Returns:
             One entry per network output: a NumPy array over all samples when

@@ -33,6 +33,11 @@ def _tmc():
     return tmc
 
 
+def _distributed() -> bool:
+    dist = torch.distributed
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
 def _check_num_classes(num_classes: Any) -> None:
     if num_classes is not None and (not isinstance(num_classes, int) or num_classes < 1):
         raise ValueError(bad_argument("num_classes", num_classes, "a positive int or None (read from the logits)"))
@@ -155,6 +160,8 @@ class _TorchMetric(_BinaryScores, Metric):
         if self._metrics is None:
             classes = self.num_classes or _num_classes(outputs)
             self._metrics = [m.to(outputs.device) for m in self._build(classes)]
+        if not labels.numel():  # built, so that it takes part in the ranks' reduction, but torchmetrics takes no
+            return               # empty batch
         if outputs.ndim == 1:  # binary: 0.5 is positive, as in Paddle (np.floor(p + 0.5))
             outputs = (self._probabilities(outputs) >= 0.5).long()
         for m in self._metrics:
@@ -162,7 +169,9 @@ class _TorchMetric(_BinaryScores, Metric):
         self._seen += labels.numel()
 
     def accumulate(self) -> list[Any]:
-        if self._metrics is None or not self._seen:
+        # under torch.distributed compute() reduces every rank's counts: a rank that counted nothing (its share of an
+        # evaluation was padding alone) must still compute, or the others wait for it
+        if self._metrics is None or not (self._seen or _distributed()):
             return [0.0 for _ in self.names()]
         return [self._value(m.compute()) for m in self._metrics]
 
@@ -239,10 +248,9 @@ class Accuracy(_BinaryScores, Metric):
 
     def accumulate(self) -> list[float]:
         counts = self._counts
-        dist = torch.distributed
-        if counts is not None and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        if counts is not None and _distributed():
             counts = counts.clone()
-            dist.all_reduce(counts)
+            torch.distributed.all_reduce(counts)
         if counts is None or not counts[-1]:
             return [0.0 for _ in self.topk]
         return [float(c / counts[-1]) for c in counts[:-1]]
@@ -378,5 +386,6 @@ class Auc(_TorchMetric):
                              f"torchmetrics.classification.MulticlassAUROC directly.")
         if self._metrics is None:
             self._metrics = [m.to(scores.device) for m in self._build(1)]
-        self._metrics[0].update(scores, labels.to(scores.device))
+        if labels.numel():
+            self._metrics[0].update(scores, labels.to(scores.device))
         self._seen += labels.numel()

@@ -264,22 +264,10 @@ def check_kernel(notebook: str | os.PathLike, kernel: str | None) -> None:
     Raises:
         sampan.path.KernelNotFoundError: naming the installed kernels and how to get the missing one.
     """
-    import nbformat
-    from jupyter_client.kernelspec import find_kernel_specs
+    from sampan.utils.notebooks import check_kernels
 
-    from sampan.path.runner import KernelNotFoundError, missing_kernel
-
-    installed = find_kernel_specs()
-    if kernel is not None:
-        if kernel not in installed:
-            raise KernelNotFoundError(bad_argument("kernel", kernel, "an installed Jupyter kernel "
-                                                   f"({', '.join(sorted(installed)) or 'none'})",
-                                                   "pass --kernel with one of those, or leave it out to use the "
-                                                   "notebook's own kernel"))
-        return
-    name = nbformat.read(str(notebook), as_version=4).metadata.get("kernelspec", {}).get("name")
-    if name and name not in installed:
-        raise missing_kernel(f"The notebook {notebook}", name, installed)
+    check_kernels([(f"The notebook {notebook}", notebook)], kernel, argument="kernel",
+                  fix="pass --kernel with one of those, or leave it out to use the notebook's own kernel")
 
 
 # ---------------------------------------------------------------- the sweep

@@ -14,7 +14,8 @@ from sampan.path.manifest import (
 )
 from sampan.path.progress import load_progress, mark_done, progress_file, reset_progress, update_progress
 from sampan.path.report import list_runs, load_report
-from sampan.path.runner import KernelNotFoundError, LessonResult, RunInterrupted, RunReport, run
+from sampan.path.runner import LessonResult, RunInterrupted, RunReport, run
+from sampan.utils.notebooks import KernelNotFoundError
 
 __all__ = [
     "ArtifactMissingError",

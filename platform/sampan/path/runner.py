@@ -26,12 +26,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
-from sampan.errors import SampanError, bad_argument
+from sampan.errors import bad_argument
 from sampan.path._interrupt import kernels_stopped_on_interrupt
 from sampan.path.artifacts import artifact_path, missing_message
 from sampan.path.manifest import LearningPath, Lesson, load_path
 from sampan.path.progress import DONE_RECORD, RUNNER_ENV, update_progress
 from sampan.utils.io import usable_data_home
+from sampan.utils.notebooks import check_kernels
 
 Status = Literal["passed", "failed", "skipped", "not_run"]
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -39,10 +40,6 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 _DEAD_KERNEL_HINT = (". HINT: the kernel process ended during that cell: it ran out of memory, crashed in native "
                      "code or was killed; run the lesson in JupyterLab and watch the memory (sampan.monitor)")
-
-
-class KernelNotFoundError(SampanError, LookupError):
-    """A lesson names a Jupyter kernel that is not installed; the message says how to install it."""
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -284,32 +281,9 @@ def _data_dir(data_dir: str | Path | None) -> Path:
 
 def _check_kernels(lessons: list[Lesson], kernel_name: str | None) -> None:
     """Refuses, before anything runs, a kernel that is not installed (papermill would fail every lesson)."""
-    import nbformat
-    from jupyter_client.kernelspec import find_kernel_specs
-
-    installed = find_kernel_specs()
-    names = ", ".join(sorted(installed)) or "none"
-    if kernel_name is not None and kernel_name not in installed:
-        raise KernelNotFoundError(bad_argument("kernel_name", kernel_name, f"an installed Jupyter kernel ({names})",
-                                               "pass --kernel with one of those, or leave it out to use the "
-                                               "kernel each lesson names"))
-    for lesson in lessons:
-        name = kernel_name or nbformat.read(lesson.notebook, as_version=4).metadata.get("kernelspec", {}).get("name")
-        if name and name not in installed:
-            raise missing_kernel(f"Lesson {lesson.id!r}", name, installed)
-
-
-def missing_kernel(needed_by: str, name: str, installed: Any) -> KernelNotFoundError:
-    """The error for a notebook (``needed_by``: "Lesson 'x'", "The notebook y.ipynb") whose kernel is not installed.
-
-    Example:
-        >>> str(missing_kernel("Lesson 'a'", "old", {"python3": ""}))  # doctest: +ELLIPSIS
-        "Lesson 'a' needs the Jupyter kernel 'old', which is not installed here (installed: python3). HINT: ..."
-    """
-    how = ("run `sampan kernel install` (it installs the 'Sampan (Python 3)' kernel into this environment)"
-           if name == "sampan" else f"install the {name!r} kernel, or pass --kernel with an installed one")
-    return KernelNotFoundError(f"{needed_by} needs the Jupyter kernel {name!r}, which is not installed here "
-                               f"(installed: {', '.join(sorted(installed)) or 'none'}). HINT: {how}, then run again.")
+    check_kernels(((f"Lesson {lesson.id!r}", lesson.notebook) for lesson in lessons), kernel_name,
+                  argument="kernel_name", fix="pass --kernel with one of those, or leave it out to use the kernel "
+                                              "each lesson names")
 
 
 def _run_lesson(lesson: Lesson, result: LessonResult, path: LearningPath, report: RunReport,

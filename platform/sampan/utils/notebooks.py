@@ -9,14 +9,52 @@ kernel again (with new ports) is safe; a kernel that dies at every start is repo
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
+from sampan.errors import SampanError, bad_argument
 from sampan.utils.imports import require
 
 _log = logging.getLogger("sampan.notebooks")
 
 KERNEL_START_ATTEMPTS = 3
 T = TypeVar("T")
+
+
+class KernelNotFoundError(SampanError, LookupError):
+    """A notebook names a Jupyter kernel that is not installed; the message says how to install it."""
+
+
+def missing_kernel(needed_by: str, name: str, installed: Any) -> KernelNotFoundError:
+    """The error for a notebook (``needed_by``: "Lesson 'x'", "The notebook y.ipynb") whose kernel is not installed.
+
+    Example:
+        >>> str(missing_kernel("Lesson 'a'", "old", {"python3": ""}))  # doctest: +ELLIPSIS
+        "Lesson 'a' needs the Jupyter kernel 'old', which is not installed here (installed: python3). HINT: ..."
+    """
+    how = ("run `sampan kernel install` (it installs the 'Sampan (Python 3)' kernel into this environment)"
+           if name == "sampan" else f"install the {name!r} kernel, or pass --kernel with an installed one")
+    return KernelNotFoundError(f"{needed_by} needs the Jupyter kernel {name!r}, which is not installed here "
+                               f"(installed: {', '.join(sorted(installed)) or 'none'}). HINT: {how}, then run again.")
+
+
+def check_kernels(notebooks: Iterable[tuple[str, Any]], kernel: str | None, *, argument: str, fix: str) -> None:
+    """Refuses, before anything runs, a kernel that is not installed (papermill would fail on every notebook):
+    ``kernel`` when given (named as ``argument``, with ``fix``), else each notebook's own (``(needed_by, path)``).
+
+    Raises:
+        KernelNotFoundError: naming the installed kernels and how to get the missing one.
+    """
+    import nbformat
+    from jupyter_client.kernelspec import find_kernel_specs
+
+    installed = find_kernel_specs()
+    if kernel is not None and kernel not in installed:
+        raise KernelNotFoundError(bad_argument(argument, kernel, "an installed Jupyter kernel "
+                                               f"({', '.join(sorted(installed)) or 'none'})", fix))
+    for needed_by, notebook in notebooks:
+        name = kernel or nbformat.read(str(notebook), as_version=4).metadata.get("kernelspec", {}).get("name")
+        if name and name not in installed:
+            raise missing_kernel(needed_by, name, installed)
 
 
 class KernelStartError(RuntimeError):

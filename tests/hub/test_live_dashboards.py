@@ -343,7 +343,14 @@ def voila(tmp_path_factory):
         pytest.fail(f"Voilà did not answer:\n{log.read_text()}")
 
     def kernels() -> int:
-        return sum("ipykernel" in " ".join(p.cmdline()) for p in psutil.Process(proc.pid).children(recursive=True))
+        """Live kernels: a stopped one may linger a moment as a zombie (or be gone) before Voilà reaps it."""
+        count = 0
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            try:
+                count += child.status() != psutil.STATUS_ZOMBIE and "ipykernel" in " ".join(child.cmdline())
+            except psutil.Error:  # ended between the listing and the look
+                pass
+        return count
 
     yield type("Voila", (), {"url": url, "token": token, "port": port, "log": log, "kernels": staticmethod(kernels)})
     proc.terminate()

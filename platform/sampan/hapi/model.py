@@ -277,9 +277,10 @@ class Model:
             eval_data, "eval_data", batch_size=eval_bs, shuffle=False, drop_last=False, num_workers=num_workers)
         if eval_data is not None:
             self._check_has_labels(eval_data, "eval_data")
-        if num_iters is not None and loop.length(train_loader):
-            # Paddle: num_iters sets the epochs
-            epochs = -(-num_iters * self._accumulate_steps // loop.length(train_loader))
+        train_batches = loop.length(train_loader)
+        eval_batches = None if eval_loader is None else loop.length(eval_loader)
+        if num_iters is not None and train_batches:
+            epochs = -(-num_iters * self._accumulate_steps // train_batches)  # Paddle: num_iters sets the epochs
         cbks = self._callback_list(callbacks, verbose=verbose, log_freq=log_freq, save_dir=save_dir,
                                    save_freq=save_freq)
         self._callbacks = cbks
@@ -289,9 +290,8 @@ class Model:
         self._resume(resume, save_dir, epochs)  # sets self.epoch to the checkpoint's
         metrics = MetricSet(self._metrics)
         smoke = loop.fast_dev_run(stacklevel=3)  # $SAMPAN_FAST_DEV_RUN (the user: above _fit, fit, its wrapper)
-        steps = None if loop.length(train_loader) is None else min(loop.length(train_loader), smoke)
-        eval_steps = None if eval_loader is None or loop.length(eval_loader) is None else min(
-            loop.length(eval_loader), smoke)
+        steps = None if train_batches is None else min(train_batches, smoke)
+        eval_steps = None if eval_batches is None else min(eval_batches, smoke)
         cbks.set_params({"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": train_bs,
                          "metrics": ["loss", *metrics.names()], "has_eval": eval_loader is not None,
                          "eval_steps": eval_steps, "in_fit": True})

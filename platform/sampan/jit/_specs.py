@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import math
+
 import torch
 
 from sampan.errors import bad_argument
@@ -86,10 +88,7 @@ def example_shapes(meta: dict, specs: list[InputSpec]) -> list[list[int]] | None
         if (not isinstance(shape, list) or len(shape) != len(spec.shape)
                 or not all(type(d) is int and d >= 0 for d in shape)):
             return None
-        elements = 1
-        for d in shape:
-            elements *= d
-        if elements > _MAX_SAMPLE_ELEMENTS:  # the metadata file holds no checksum: no huge allocations from it
+        if math.prod(shape) > _MAX_SAMPLE_ELEMENTS:  # the metadata file holds no checksum: no huge allocations from it
             return None
     return shapes
 

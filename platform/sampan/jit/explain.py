@@ -160,9 +160,9 @@ def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> Exp
 
     module = isinstance(layer, torch.nn.Module)
     original = static_forward(layer) if module else getattr(layer, "_sampan_static", None)
-    with eager_forward(layer) if module and original is not None else contextlib.nullcontext():
-        # the Python forward, not the compiled wrapper: to_static(layer) or @to_static on the class's forward
-        target = layer if original is None else layer.forward if module else original.original
+    # the Python forward, not the compiled wrapper: eager_forward takes to_static(layer) or @to_static off a module
+    with eager_forward(layer) if module else contextlib.nullcontext():
+        target = layer if module or original is None else original.original
         with torch.no_grad():
             result = torch._dynamo.explain(target)(*example_inputs, **example_kwargs)
     choices = {_shapes(key): choice for key, choice in getattr(original, "choices", {}).items()}

@@ -117,10 +117,13 @@ class _BinaryScores:
 
 def _check_labels(labels: torch.Tensor, classes: int, owner: str) -> None:
     """Class indices in ``[0, classes)``; torch would fail later with a message about shapes, or count nothing."""
-    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= max(classes, 2)):
+    if not labels.numel():
+        return
+    low, high = torch.stack(torch.aminmax(labels)).tolist()  # one transfer from the device
+    if low < 0 or high >= max(classes, 2):
         raise ValueError(f"{owner}: expected class labels in [0, {max(classes, 2) - 1}] for outputs with "
                          f"{classes} {'column' if classes == 1 else 'columns'}. Received labels from "
-                         f"{int(labels.min())} to {int(labels.max())}. HINT: number the classes from 0 "
+                         f"{low} to {high}. HINT: number the classes from 0 "
                          f"(subtract 1 from 1-based labels), or give the network one output per class.")
 
 

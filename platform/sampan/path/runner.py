@@ -203,12 +203,12 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
     from sampan.path.report import message, write_report
 
     write_report(report)
-    running: list[LessonResult] = []  # the lesson being run, for an interruption
+    current: LessonResult | None = None  # the lesson being run, for an interruption
     try:
         with _lesson_env(data_dir, lang), _progress_bar(lessons, progress) as bar:
             failed: set[str] = set()
             for lesson_obj, result in zip(lessons, report.lessons):
-                running[:] = [result]
+                current = result
                 bar.set_description(lesson_obj.id)
                 blocked = _blocked_by(lesson_obj, path, failed, lang)
                 if blocked:
@@ -223,7 +223,7 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
                 write_report(report)
                 bar.update(1)
     except KeyboardInterrupt:
-        _interrupted(report, running[0] if running else None)
+        _interrupted(report, current)
         raise RunInterrupted(report) from None
     report.finished = _now()
     write_report(report)

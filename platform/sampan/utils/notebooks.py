@@ -58,12 +58,18 @@ def check_kernels(notebooks: Iterable[tuple[str, Any]], kernel: str | None, *, a
 
 
 class KernelStartError(RuntimeError):
-    """The notebook's kernel died before it answered, at every one of the tries; no cell ran."""
+    """The notebook's kernel died or stayed silent before it answered, at every one of the tries; no cell ran."""
 
 
 def died_while_starting(exc: BaseException) -> bool:
     """Whether ``exc`` is nbclient's "the kernel process ended before it answered" (raised only at start-up)."""
     return isinstance(exc, RuntimeError) and "Kernel died before replying to kernel_info" in str(exc)
+
+
+def silent_while_starting(exc: BaseException) -> bool:
+    """Whether ``exc`` is jupyter_client's "the kernel never answered within the start timeout" (raised only at
+    start-up; nbclient has already stopped that kernel)."""
+    return isinstance(exc, RuntimeError) and str(exc).startswith("Kernel didn't respond in ")
 
 
 def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNEL_START_ATTEMPTS,
@@ -77,7 +83,8 @@ def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNE
     imported torch and ipykernel once (:mod:`sampan.utils.forkkernels`), unless ``kernel_manager_class`` is given.
 
     Raises:
-        KernelStartError: the kernel died before answering at every try (its spec or environment is broken).
+        KernelStartError: the kernel died, or stayed silent past ``start_timeout``, at every try (its spec or
+            environment is broken).
     """
     pm = require("papermill")
     from sampan.utils import forkkernels
@@ -90,7 +97,8 @@ def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNE
 
 def with_kernel_restarts(run: Callable[[], T], *, attempts: int = KERNEL_START_ATTEMPTS, what: str = "the notebook",
                          kernel: str | None = None) -> T:
-    """Calls ``run()`` (which starts a kernel and executes cells) again while its kernel dies before answering.
+    """Calls ``run()`` (which starts a kernel and executes cells) again while its kernel dies, or stays silent past
+    the start timeout, before answering.
 
     Example:
         >>> with_kernel_restarts(lambda: NotebookClient(nb, kernel_name="python3").execute())  # doctest: +SKIP
@@ -102,14 +110,21 @@ def with_kernel_restarts(run: Callable[[], T], *, attempts: int = KERNEL_START_A
         try:
             return run()
         except RuntimeError as exc:
-            if not died_while_starting(exc):
+            died, silent = died_while_starting(exc), silent_while_starting(exc)
+            if not (died or silent):
                 raise
             if attempt == attempts:
                 name = repr(kernel) if kernel else "of the notebook"
+                what_happened = "died before it answered" if died else "never answered (and was stopped)"
                 raise KernelStartError(
-                    f"The kernel {name} died before it answered, {attempts} times in a row, so no cell of {what} "
-                    f"ran. HINT: `jupyter kernelspec list` shows where its spec is; check that the command in its "
-                    f"kernel.json runs (a spec that points at a removed Python is the usual cause).") from exc
-            _log.warning("The kernel for %s died while starting (try %d of %d; usually a port another process "
-                         "took in the meantime); starting it again.", what, attempt, attempts)
+                    f"The kernel {name} {what_happened}, {attempts} times in a row, so no cell of {what} ran. "
+                    f"HINT: `jupyter kernelspec list` shows where its spec is; check that the command in its "
+                    f"kernel.json runs (a spec that points at a removed Python is the usual cause)"
+                    f"{'' if died else ', and that the machine is not out of memory or CPU'}.") from exc
+            if died:
+                _log.warning("The kernel for %s died while starting (try %d of %d; usually a port another process "
+                             "took in the meantime); starting it again.", what, attempt, attempts)
+            else:
+                _log.warning("The kernel for %s did not answer while starting (try %d of %d: %s; a machine "
+                             "busy with other work); starting another.", what, attempt, attempts, exc)
     raise AssertionError("unreachable")  # pragma: no cover

@@ -1,5 +1,6 @@
-"""A kernel that dies before it answers (another process took one of its ports) is started again; one that dies at
-every start is named after a few tries; a kernel that dies while a cell runs is never started again."""
+"""A kernel that dies before it answers (another process took one of its ports), or stays silent past the start
+timeout, is started again; one that dies at every start is named after a few tries; a kernel that dies while a cell
+runs is never started again."""
 from __future__ import annotations
 
 import json
@@ -13,14 +14,17 @@ import sampan.path
 from sampan.utils.notebooks import KERNEL_START_ATTEMPTS, KernelStartError, execute_notebook, with_kernel_restarts
 
 # Dies (exit 1, as a kernel that lost its port to another process does) on its first DIES launches, then is a
-# real ipykernel. Every launch appends a line to LAUNCHES.
+# real ipykernel; with a negative DIES it stays silent (alive, never answering) on its first -DIES launches instead.
+# Every launch appends its pid to LAUNCHES.
 LAUNCHER = textwrap.dedent("""\
-    import os, runpy, sys
+    import os, runpy, sys, time
     log, dies = sys.argv.pop(1), int(sys.argv.pop(1))
     with open(log, "a") as fh:
-        fh.write("launch\\n")
+        fh.write(f"{os.getpid()}\\n")
     with open(log) as fh:
-        if sum(1 for _ in fh) <= dies:
+        if sum(1 for _ in fh) <= abs(dies):
+            if dies < 0:
+                time.sleep(600)
             sys.exit(1)
     sys.argv[0] = "ipykernel_launcher"
     runpy.run_module("ipykernel_launcher", run_name="__main__")
@@ -57,6 +61,24 @@ def test_a_kernel_that_dies_once_while_starting_is_started_again_and_the_lesson_
     assert report.result("a").status == "passed", report.result("a").error
     assert launches(log) == 2
     assert "died while starting (try 1 of 3" in caplog.text
+
+
+def test_a_kernel_silent_at_its_first_start_is_stopped_and_another_runs_the_notebook(tmp_path, kernel_dying_at_start,
+                                                                                    caplog):
+    import nbformat
+    import psutil
+
+    log = kernel_dying_at_start(dies=-1)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    nb.metadata["kernelspec"] = {"name": "dies-at-start", "display_name": "dies at start", "language": "python"}
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    with caplog.at_level(logging.WARNING, logger="sampan.notebooks"):
+        out = execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="dies-at-start",
+                               progress_bar=False, start_timeout=5)
+    assert out.cells[0].outputs[0]["text"] == "42\n"
+    silent, _ = log.read_text().split()
+    assert not psutil.pid_exists(int(silent)) or psutil.Process(int(silent)).status() == psutil.STATUS_ZOMBIE
+    assert "did not answer while starting (try 1 of 3: Kernel didn't respond in 5 seconds" in caplog.text
 
 
 def test_a_kernel_that_dies_at_every_start_is_named_after_the_tries(planted, tmp_path, kernel_dying_at_start):

@@ -136,11 +136,18 @@ def built(tmp_path_factory):
     return base, manifest, run_dir, run_dir / "site", done
 
 
+def _outcomes(run_dir: Path) -> str:
+    """Each lesson's status, time and error in the run's report: what a failed assertion below needs to say."""
+    lessons = json.loads((run_dir / "report.json").read_text())["lessons"]
+    return "\n".join(f"{x['lesson']}: {x['status']} in {x['duration_s']} s; {x['reason']} {x['error'] or ''}"
+                     for x in lessons)
+
+
 def test_without_from_the_path_runs_in_quick_mode_then_the_site_is_built(built):
     base, _, run_dir, site, done = built
     assert done.returncode == 1, done.stderr  # `broken` failed in the run it made, and it says so
     assert f"site: {site / 'index.html'}" in done.stdout
-    assert "failed in that run (their pages show where): broken" in done.stdout
+    assert "failed in that run (their pages show where): broken" in done.stdout, _outcomes(run_dir)
     assert "not executed in that run (listed without a page): later" in done.stdout
     assert "4/4" in done.stderr  # the run's progress bar
     report = json.loads((run_dir / "report.json").read_text())
@@ -165,10 +172,11 @@ def test_the_index_lists_stages_and_lessons_in_path_order_with_their_pages(built
 
 
 def test_pages_hold_the_outputs_of_the_run(built):
-    *_, site, _ = built
+    _, _, run_dir, site, _ = built
     intro = (site / "01-beginner" / "intro.html").read_text(encoding="utf-8")
     assert "hello from the intro run" in intro
-    assert re.search(r'<img [^>]*src="data:image/png;base64,[A-Za-z0-9+/=\s]{1000,}"', intro)  # the plot
+    assert re.search(r'<img [^>]*src="data:image/png;base64,[A-Za-z0-9+/=\s]{1000,}"', intro), (  # the plot
+        _outcomes(run_dir))
     assert "<td>cell 7</td>" in intro and "<b>bold output</b>" in intro
     assert "Intro lesson" in intro and "入门课" not in intro  # the English build only
     assert "QUICK = True" not in intro  # papermill's injected parameters are left out
@@ -240,7 +248,7 @@ def test_a_rebuild_replaces_the_site_and_other_folders_are_refused(built, tmp_pa
     again = build_site(run_dir, out=out, manifest=manifest)
     assert again.index.is_file() and not (out / "stale.html").exists()
     assert sorted(first.pages) == ["broken", "intro", "second"] and first.missing == ["later"]
-    assert first.failed == ["broken"] and first.language == "en"
+    assert first.failed == ["broken"] and first.language == "en", _outcomes(run_dir)
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("precious")

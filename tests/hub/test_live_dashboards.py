@@ -11,6 +11,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -319,6 +320,9 @@ def voila(tmp_path_factory):
     _notebook(folder / "plain.ipynb", "import os\nprint('plain', os.environ.get('QUERY_STRING'), "
                                       "os.environ.get('VOILA_REQUEST_URL'))")
     (root / "viewers.py").write_text(VIEWERS)
+    # Voilà and its kernels print every thread's stack on SIGUSR1 (into the log): what a page that never came waits on
+    (root / "sitecustomize.py").write_text("import faulthandler, signal\n"
+                                           "faulthandler.register(signal.SIGUSR1, all_threads=True)\n")
     port, token = free_port(), uuid.uuid4().hex
     args = [a for a in live.voila_arguments(root / "dashboards", f"http://127.0.0.1:{port}", "/services/live/")
             if not a.startswith(("--Voila.identity_provider", "--Voila.authorizer", "--MappingKernelManager.cull_int"))]
@@ -352,7 +356,18 @@ def voila(tmp_path_factory):
                 pass
         return count
 
-    yield type("Voila", (), {"url": url, "token": token, "port": port, "log": log, "kernels": staticmethod(kernels)})
+    def stacks() -> str:
+        """The log's end after Voilà and each of its kernels printed their threads' stacks."""
+        for each in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
+            try:
+                each.send_signal(signal.SIGUSR1)
+            except psutil.Error:
+                pass
+        time.sleep(2)
+        return log.read_text()[-20000:]
+
+    yield type("Voila", (), {"url": url, "token": token, "port": port, "log": log, "kernels": staticmethod(kernels),
+                             "stacks": staticmethod(stacks)})
     proc.terminate()
     try:
         proc.wait(20)
@@ -445,7 +460,8 @@ def test_a_publishers_scripts_do_not_run_in_the_viewers_browser_and_the_widgets_
             ran, policy, console = visit(browser, strip_policy=False)
             unguarded, _, _ = visit(browser, strip_policy=True)
         except Exception as error:  # what Voilà did meanwhile: a page that never came says why in its log
-            raise AssertionError(f"{error}\n--- Voilà's log ---\n{voila.log.read_text()[-6000:]}") from error
+            raise AssertionError(f"{error}\n--- Voilà's log, then its and its kernels' stacks ---\n{voila.stacks()}"
+                                 ) from error
         finally:
             browser.close()
     assert ran == set(), (ran, policy)

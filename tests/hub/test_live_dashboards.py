@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -411,7 +412,11 @@ def test_a_publishers_scripts_do_not_run_in_the_viewers_browser_and_the_widgets_
     <script>, <img onerror> in an HTML output and in a W.HTML widget, Javascript(), a script from elsewhere
     on the origin, <img onerror> in markdown) runs. The same page with its policy
     stripped runs them all: the payloads are real."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
+
+    class NeverRendered(AssertionError):
+        pass
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     page_url = f"{voila.url}voila/render/alice/app.ipynb?token={voila.token}"
@@ -426,30 +431,47 @@ def test_a_publishers_scripts_do_not_run_in_the_viewers_browser_and_the_widgets_
         # the publisher's file on the origin outside the live service (their server would serve it)
         page.route(f"{origin}/user/alice/files/x.js", lambda r: r.fulfill(
             status=200, content_type="text/javascript", body=_mark("samesite")))
-        if strip_policy:  # log in first (the page comes through Playwright, its cookie would not)
-            page.goto(f"{voila.url}?token={voila.token}")
+        try:
+            if strip_policy:  # log in first (the page comes through Playwright, its cookie would not)
+                page.goto(f"{voila.url}?token={voila.token}")
 
-            def without_policy(route):
-                response = route.fetch(timeout=90_000)  # the page's wait ceiling: a loaded machine renders slowly
-                headers = {k: v for k, v in response.headers.items() if k.lower() != "content-security-policy"}
-                route.fulfill(response=response, headers=headers)
-            # the page alone: its payloads' own requests (<img src=x>) go to Voilà as they would
-            page.route(page_url.split("?")[0], without_policy)
-        # "commit": the text below is what the test waits for, not the load event (which waits on every image)
-        response = page.goto(page_url if not strip_policy else page_url.split("?")[0], wait_until="commit")
-        policy = response.headers.get("content-security-policy", "")
-        page.get_by_text("square is 9").wait_for()  # the widgets rendered: Voilà's own scripts ran
-        if not strip_policy:
-            page.locator(".widget-readout").click()
-            page.keyboard.press("Control+A")
-            page.keyboard.type("7")
-            page.keyboard.press("Enter")
-            page.get_by_text("square is 49").wait_for()  # and the slider drives the output through the kernel
-        page.wait_for_timeout(1500)  # the payloads' chance to run
-        ran = set(page.evaluate("Array.from(document.documentElement.attributes).map(a => a.name)"))
-        page.close(run_before_unload=True)  # Voilà stops the page's kernel
-        context.close()
+                def without_policy(route):
+                    response = route.fetch(timeout=90_000)  # the page's wait ceiling: a loaded machine is slow
+                    headers = {k: v for k, v in response.headers.items() if k.lower() != "content-security-policy"}
+                    route.fulfill(response=response, headers=headers)
+                # the page alone: its payloads' own requests (<img src=x>) go to Voilà as they would
+                page.route(page_url.split("?")[0], without_policy)
+            # "commit": the text below is what the test waits for, not the load event (which waits on every image)
+            response = page.goto(page_url if not strip_policy else page_url.split("?")[0], wait_until="commit")
+            policy = response.headers.get("content-security-policy", "")
+            page.get_by_text("square is 9").wait_for()  # the widgets rendered: Voilà's own scripts ran
+            if not strip_policy:
+                page.locator(".widget-readout").click()
+                page.keyboard.press("Control+A")
+                page.keyboard.type("7")
+                page.keyboard.press("Enter")
+                page.get_by_text("square is 49").wait_for()  # and the slider drives the output through the kernel
+            page.wait_for_timeout(1500)  # the payloads' chance to run
+            ran = set(page.evaluate("Array.from(document.documentElement.attributes).map(a => a.name)"))
+        except PlaywrightTimeout as error:  # what the page showed and said, what Voilà and its kernels were doing
+            text = page.evaluate("document.body ? document.body.innerText.slice(0, 1500) : ''")
+            raise NeverRendered(f"{error}\n--- the page's text ---\n{text}\n--- its console ---\n" + "\n".join(console)
+                                + f"\n--- Voilà's log, then its and its kernels' stacks ---\n{voila.stacks()}") from error
+        finally:
+            page.close(run_before_unload=True)  # Voilà stops the page's kernel
+            context.close()
         return {name[len("data-pwn-"):] for name in ran if name.startswith("data-pwn-")}, policy, console
+
+    def visit_again_once(browser, strip_policy: bool) -> tuple[set[str], str, list[str]]:
+        """A page that never rendered is opened once more: `make test` on 2 busy cores lost it in 2 of 4 runs
+        (2026-12-06; Voilà's log showed the kernel started, then nothing). The first try's evidence (the page, its
+        console, Voilà's and the kernels' stacks) goes to the run's warnings summary, to find the cause."""
+        try:
+            return visit(browser, strip_policy)
+        except NeverRendered as first:
+            warnings.warn(f"the live page (policy {'stripped' if strip_policy else 'kept'}) did not render; "
+                          f"opened again:\n{first}", stacklevel=1)
+            return visit(browser, strip_policy)
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=[
@@ -457,11 +479,8 @@ def test_a_publishers_scripts_do_not_run_in_the_viewers_browser_and_the_widgets_
             "--disable-sync", "--no-first-run", "--disable-quic",
             "--disable-features=LocalNetworkAccessChecks"])  # a page Playwright fulfils counts as a public one
         try:
-            ran, policy, console = visit(browser, strip_policy=False)
-            unguarded, _, _ = visit(browser, strip_policy=True)
-        except Exception as error:  # what Voilà did meanwhile: a page that never came says why in its log
-            raise AssertionError(f"{error}\n--- Voilà's log, then its and its kernels' stacks ---\n{voila.stacks()}"
-                                 ) from error
+            ran, policy, console = visit_again_once(browser, strip_policy=False)
+            unguarded, _, _ = visit_again_once(browser, strip_policy=True)
         finally:
             browser.close()
     assert ran == set(), (ran, policy)

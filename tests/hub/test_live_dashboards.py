@@ -463,10 +463,9 @@ def test_a_publishers_scripts_do_not_run_in_the_viewers_browser_and_the_widgets_
         return {name[len("data-pwn-"):] for name in ran if name.startswith("data-pwn-")}, policy, console
 
     def visit_again_once(browser, strip_policy: bool) -> tuple[set[str], str, list[str]]:
-        """A page that never rendered is opened once more, the first try's evidence (the page, its console,
-        Voilà's and the kernels' stacks) in the run's warnings summary. Under ipykernel 7 `make test` lost this
-        page in 2 of 4 runs: the stacks showed the kernel idle and Voilà awaiting a cell's reply (ipykernel's
-        stranded request, ipython/ipykernel#1554); pyproject.toml keeps ipykernel below 7 since."""
+        """A page that never rendered is opened once more: `make test` on 2 busy cores lost it in 2 of 4 runs
+        (2026-12-06; Voilà's log showed the kernel started, then nothing). The first try's evidence (the page, its
+        console, Voilà's and the kernels' stacks) goes to the run's warnings summary, to find the cause."""
         try:
             return visit(browser, strip_policy)
         except NeverRendered as first:

@@ -1,9 +1,8 @@
 """``InputSpec`` helpers shared by ``to_static``, ``save``, ONNX export and the predictor."""
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 import math
+from typing import Any, Sequence
 
 import torch
 

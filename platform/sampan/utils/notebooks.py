@@ -110,8 +110,8 @@ def with_kernel_restarts(run: Callable[[], T], *, attempts: int = KERNEL_START_A
         try:
             return run()
         except RuntimeError as exc:
-            died, silent = died_while_starting(exc), silent_while_starting(exc)
-            if not (died or silent):
+            died = died_while_starting(exc)
+            if not (died or silent_while_starting(exc)):
                 raise
             if attempt == attempts:
                 name = repr(kernel) if kernel else "of the notebook"
@@ -121,10 +121,8 @@ def with_kernel_restarts(run: Callable[[], T], *, attempts: int = KERNEL_START_A
                     f"HINT: `jupyter kernelspec list` shows where its spec is; check that the command in its "
                     f"kernel.json runs (a spec that points at a removed Python is the usual cause)"
                     f"{'' if died else ', and that the machine is not out of memory or CPU'}.") from exc
-            if died:
-                _log.warning("The kernel for %s died while starting (try %d of %d; usually a port another process "
-                             "took in the meantime); starting it again.", what, attempt, attempts)
-            else:
-                _log.warning("The kernel for %s did not answer while starting (try %d of %d: %s; a machine "
-                             "busy with other work); starting another.", what, attempt, attempts, exc)
+            why = ("died", "usually a port another process took in the meantime") if died else \
+                ("did not answer", f"{exc}; usually a machine busy with other work")
+            _log.warning("The kernel for %s %s while starting (try %d of %d; %s); starting another.",
+                         what, why[0], attempt, attempts, why[1])
     raise AssertionError("unreachable")  # pragma: no cover

@@ -156,5 +156,3 @@ def test_failing_notebook_trials_are_recorded_and_the_command_says_why(fit_noteb
         assert run.data.tags["sampan.error"] == "ValueError: this trial was asked to fail"
         assert run.data.tags["sampan.failed_cell"] == "2"  # the injected parameters cell comes first
         assert "raise ValueError" in run.data.tags["sampan.failed_source"]
-
-

@@ -78,7 +78,7 @@ def test_a_kernel_silent_at_its_first_start_is_stopped_and_another_runs_the_note
     assert out.cells[0].outputs[0]["text"] == "42\n"
     silent, _ = log.read_text().split()
     assert not psutil.pid_exists(int(silent)) or psutil.Process(int(silent)).status() == psutil.STATUS_ZOMBIE
-    assert "did not answer while starting (try 1 of 3: Kernel didn't respond in 5 seconds" in caplog.text
+    assert "did not answer while starting (try 1 of 3; Kernel didn't respond in 5 seconds" in caplog.text
 
 
 def test_a_kernel_that_dies_at_every_start_is_named_after_the_tries(planted, tmp_path, kernel_dying_at_start):

@@ -77,7 +77,7 @@ class ProgressBar(Callback):
     def on_epoch_begin(self, epoch, logs=None):
         if self._enabled(bar=True):
             self._open(self.params.get("steps"), f"Epoch {epoch + 1}/{self._epochs}")
-            static = getattr(getattr(self.model, "_train_net", None), "_sampan_static", None)
+            static = getattr(self.model, "_static_forward", lambda: None)()  # also @to_static on forward, and DDP
             if static is not None and static.first_training_step_waits:  # else the bar sits at 0 with no word
                 self._waiting = True
                 self._bar.set_postfix_str("to_static: compiling and timing the first step", refresh=True)

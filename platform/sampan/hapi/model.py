@@ -508,7 +508,7 @@ class Model:
                 "global_step": self.global_step,
                 "rng": ckpt.rng_state(),
             }
-            static = getattr(self._train_net, "_sampan_static", None)
+            static = self._static_forward()
             if static is not None and static.train_choice is not None:  # a resumed run takes the same path
                 payload["static_training"] = dataclasses.asdict(static.train_choice)
             ckpt.save_checkpoint(target, payload)
@@ -570,10 +570,10 @@ class Model:
                                   f"HINT: pass reset_optimizer=True to keep the current optimizer state.") from exc
         from sampan.jit.training import align_optimizer_state, fuse_optimizer
 
-        static = getattr(self._train_net, "_sampan_static", None)
+        static = self._static_forward()
         if static is not None:
-            if load_optimizer:  # the checkpoint's settings came with its state: fused again, as prepare() set it
-                fuse_optimizer(self._optimizer)
+            if load_optimizer and static.training_passes:  # the checkpoint's settings came with its state: fused
+                fuse_optimizer(self._optimizer)  # again, as prepare(to_static=True) set it
             if payload.get("static_training"):
                 static.set_train_choice(payload["static_training"])
         # The saved moments keep the layout of the weights they were saved with (NCHW or channels-last), which need
@@ -598,6 +598,17 @@ class Model:
                 cb.load_state_dict(queue.pop(0))
 
     # ------------------------------------------------------------------ misc
+    def _static_forward(self) -> Any:
+        """The ``StaticFunction`` that runs the training network's forward, or None: ``prepare(to_static=True)``
+        compiles the network as wrapped (DDP's wrapper), ``to_static(network)`` or ``@to_static`` on its class's
+        ``forward`` the network itself."""
+        from sampan.jit.to_static import static_forward
+
+        net = self._train_net
+        if net is None:
+            return None
+        return static_forward(net) or static_forward(self._strategy.unwrap(net))
+
     def summary(self, input_size: Any = None, dtype: Any = None, *, dtypes: Any = None) -> dict:
         """Layers, output shapes, parameters and FLOPs (``paddle.Model.summary``; see :func:`sampan.summary`)."""
         from sampan.hapi.summary import summary

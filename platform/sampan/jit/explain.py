@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import linecache
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -156,13 +158,20 @@ def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> Exp
         1 graph(s), 0 graph break(s), 9 op(s) captured. The whole forward is one static graph.
     """
     from sampan.jit.save_load import eager_forward
-    from sampan.jit.to_static import static_forward
+    from sampan.jit.to_static import StaticFunction, static_forward
 
     module = isinstance(layer, torch.nn.Module)
-    original = static_forward(layer) if module else getattr(layer, "_sampan_static", None)
+    bound = inspect.ismethod(layer)
+    if module:
+        original = static_forward(layer)
+    else:  # to_static(fn), to_static(net).forward, or net.forward with @to_static on the class's forward
+        function = layer.__func__ if bound else layer
+        original = function if isinstance(function, StaticFunction) else None
     # the Python forward, not the compiled wrapper: eager_forward takes to_static(layer) or @to_static off a module
     with eager_forward(layer) if module else contextlib.nullcontext():
         target = layer if module or original is None else original.original
+        if bound and original is not None:  # the class's forward, unbound: given its instance again
+            target = types.MethodType(target, layer.__self__)
         with torch.no_grad():
             result = torch._dynamo.explain(target)(*example_inputs, **example_kwargs)
     choices = {_shapes(key): choice for key, choice in getattr(original, "choices", {}).items()}

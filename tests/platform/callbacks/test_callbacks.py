@@ -197,3 +197,21 @@ def test_model_checkpoint_best_starts_afresh_in_a_new_fit(blobs, mlp, tmp_path):
     prepared(mlp(seed=1), lr=0.0).fit(blobs[0], blobs[1], epochs=1, verbose=0, callbacks=[best])
     assert (tmp_path / "best.pt").stat().st_mtime_ns != first  # the new run's first epoch is its best so far
 
+
+
+def test_progress_bar_says_why_the_first_step_of_a_decorated_forward_waits(blobs, capsys):
+    """Paddle's idiom, ``@to_static`` on the class's ``forward``: the bar says the first step compiles and
+    measures, as it does for ``prepare(to_static=True)``, in the first epoch only."""
+    class Decorated(torch.nn.Module):  # defined here: the class keeps the StaticFunction's state
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(16, 2)
+
+        @sampan.jit.to_static(backend="eager")
+        def forward(self, x):
+            return self.linear(x)
+
+    prepared(Decorated()).fit(blobs[0], epochs=2, batch_size=96, verbose=1)
+    bars = capsys.readouterr().err
+    assert bars.count("to_static: compiling and timing the first step") == 1, bars
+    assert Decorated.forward.train_choice is not None

@@ -49,3 +49,21 @@ def test_explain_a_layer_already_converted_by_to_static():
     net = sampan.jit.to_static(DataDependent(), backend="aot_eager")
     report = sampan.jit.explain(net, torch.randn(2, 4))
     assert report.graph_break_count == 1
+
+
+def test_explain_a_decorated_forward_given_as_the_bound_method():
+    """``explain(net.forward, x)`` with Paddle's ``@to_static`` on the class's ``forward``: the method keeps its
+    instance (``to_static(net).forward`` already worked)."""
+    class Decorated(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 3)
+
+        @sampan.jit.to_static(backend="eager")
+        def forward(self, x):
+            return torch.tanh(self.linear(x))
+
+    net = Decorated()
+    for forward in (net.forward, sampan.jit.to_static(nn.Linear(4, 3), backend="eager").forward):
+        report = sampan.jit.explain(forward, torch.randn(2, 4))
+        assert report.ok and report.graph_count == 1 and report.op_count >= 1

@@ -47,7 +47,7 @@ import torch
 from torch import nn
 
 from sampan.errors import bad_argument
-from sampan.quantization.dynamic import Int8Linear, Int8RNN
+from sampan.quantization.dynamic import Int8Linear, Int8RNN, _dequantize
 from sampan.utils.imports import require
 
 # The int8 kernels inductor emits for the two flows, as they appear in its generated code.
@@ -64,6 +64,11 @@ GEMV_MAX_ROWS = 2
 _FEW = f"up to {GEMV_MAX_ROWS} rows"
 # the fbgemm flow runs eagerly: the profiler sees its kernels
 EAGER_OPS = {"fbgemm linear_dynamic": "quantized::linear_dynamic", "int8 GEMV": "sampan_int8::linear_w8"}
+# inductor inlines a constant of at most this many values into the code instead of keeping a buffer (lowering.tensor);
+# the per-channel weight scales of torchao's int8 Linear with that few outputs are such constants after freezing, and
+# max-autotune's benchmark of its int8 GEMMs looks them up as buffers: "LoweringException: KeyError: 'buf6'"
+# (torch 2.14, a 2-class head). Those layers stay weight-only there: float GEMMs on the int8-rounded weights.
+INLINED_CONSTANT_MAX = 8
 
 
 def _is_pt2e(model: nn.Module) -> bool:
@@ -109,8 +114,11 @@ def _pool_in_int8(model: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return out
 
 
-def _torchao_dynamic(model: nn.Module) -> nn.Module:
-    """Swaps every ``Int8Linear`` for an ``nn.Linear`` that torchao quantizes to int8 activations x int8 weights."""
+def _torchao_dynamic(model: nn.Module, max_autotune: bool) -> tuple[nn.Module, str]:
+    """Swaps every ``Int8Linear`` for an ``nn.Linear`` that torchao quantizes to int8 activations x int8 weights;
+    returns the model and how it runs. With ``max_autotune``, layers of at most ``INLINED_CONSTANT_MAX`` outputs
+    stay ``Int8Linear`` (weight-only: freezing folds their dequantized weights into float ones), which inductor's
+    autotuner cannot take as int8 GEMMs."""
     from sampan.quantization._pt2e import reduce_range
     from sampan.quantization.dynamic import _replace
 
@@ -118,6 +126,8 @@ def _torchao_dynamic(model: nn.Module) -> nn.Module:
     from torchao import quantization
 
     names = [n for n, m in model.named_modules() if isinstance(m, Int8Linear)]
+    small = [n for n in names if max_autotune and model.get_submodule(n).out_features <= INLINED_CONSTANT_MAX]
+    names = [n for n in names if n not in small]
     swapped = copy.deepcopy(model)
     for name in names:
         # the dequantized weights lie on the int8 grid; torchao's symmetric per-row rounding (range
@@ -128,7 +138,13 @@ def _torchao_dynamic(model: nn.Module) -> nn.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         quantization.quantize_(swapped, config, filter_fn=lambda module, fqn: fqn in wanted)
-    return swapped.eval()
+    kernels = "inductor: int8 GEMMs"
+    if small:
+        layers = ", ".join(repr(n) if n else "the model" for n in small)
+        kernels += (f"; float GEMMs on the int8-rounded weights for {layers} (at most {INLINED_CONSTANT_MAX} outputs: "
+                    "inductor inlines their scales, which its max-autotune cannot benchmark; max_autotune=False runs "
+                    "them on int8 GEMMs)")
+    return swapped.eval(), kernels
 
 
 class FbgemmInt8Linear(nn.Module):
@@ -136,7 +152,11 @@ class FbgemmInt8Linear(nn.Module):
     int8 GEMV kernel (:func:`sampan.quantization.gemv.linear_w8`: rows rounded to int16, within about 1e-4 of the
     weight-only reference's largest output), larger ones through PyTorch's fbgemm dynamic int8 Linear
     (fbgemm-prepacked copies of the same int8 weights; activations rounded per call to 7 bits, fbgemm's
-    ``reduce_range``). ``relu`` applies the ReLU that followed the layer."""
+    ``reduce_range``). ``relu`` applies the ReLU that followed the layer.
+
+    ``weight`` reads back the dequantized float weight, read-only, as ``Int8Linear.weight`` does: code that reads a
+    Linear's ``.weight`` instead of calling it (``nn.TransformerEncoderLayer``'s fused inference path) runs its own
+    float kernels on the same int8-rounded weights."""
 
     def __init__(self, layer: Int8Linear, gemv: bool):
         super().__init__()
@@ -163,6 +183,11 @@ class FbgemmInt8Linear(nn.Module):
         self.register_buffer("weight_scale", layer.weight_scale.float().flatten())
         self.register_buffer("bias", None if layer.bias is None else layer.bias.detach().float())
         self._gemv_args()
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The dequantized weight ``[out_features, in_features]`` in the scales' dtype (not a parameter)."""
+        return _dequantize(self.weight_int8, self.weight_scale, self.weight_scale.dtype)
 
     def _gemv_args(self) -> None:
         # the kernel's buffers in one plain attribute: at one row, reading three buffers through
@@ -219,7 +244,9 @@ class Int8Compiled(nn.Module):
         flow: ``"pt2e"`` (static PTQ / QAT), ``"dynamic"`` (int8 activations rounded at run time, inductor) or
             ``"fbgemm"`` (eagerly, for CPUs without VNNI: one or two rows by Sampan's int8 GEMV kernel with int16
             activations, more rows by PyTorch's fbgemm int8 Linear).
-        kernels: how the model runs, in words (the fbgemm flow: which kernel takes a row or two, and why).
+        kernels: how the model runs, in words (the fbgemm flow: which kernel takes a row or two, and why). Where
+            inductor fails to compile an input shape, it says so: the model is compiled again without max-autotune
+            and, where that fails too, ``module`` runs uncompiled (a RuntimeWarning each time).
     """
 
     def __init__(self, module: nn.Module, flow: str, max_autotune: bool, kernels: str = ""):
@@ -250,12 +277,43 @@ class Int8Compiled(nn.Module):
                     return out
                 # it compiled after all (torch.compile's caches were reset), so without freezing: again
                 self._compiled = self._compile()
-            # a new shape compiles; Dynamo reads `freezing` while it captures (weights as constants,
-            # not inputs). The patch costs ~50 us, so only calls that may compile pay it.
-            with torch._inductor.config.patch(freezing=True):
-                out = self._compiled(*args, **kwargs)
+            out = self._compile_call(args, kwargs)
             self._shapes.add(shapes)
             return out
+
+    def _compile_call(self, args: tuple, kwargs: dict) -> Any:
+        """A call that may compile. Dynamo reads ``freezing`` while it captures (weights as constants, not inputs);
+        the patch costs ~50 us, so only calls that may compile pay it. Where inductor fails (a bug in torch:
+        a lowering error, an autotuner that cannot benchmark a kernel), once more without max-autotune, then
+        eagerly."""
+        from torch._dynamo.exc import BackendCompilerFailed
+
+        while self._compiled is not None:
+            try:
+                with torch._inductor.config.patch(freezing=True):
+                    return self._compiled(*args, **kwargs)
+            except BackendCompilerFailed as exc:
+                self._fall_back(exc)
+        return self.module(*args, **kwargs)  # a bug in the model itself raises here, as in eager
+
+    def _fall_back(self, exc: Exception) -> None:
+        """After inductor failed: without max-autotune if it was on, else eagerly; ``kernels`` and a warning say
+        why."""
+        inner = getattr(exc, "inner_exception", exc)
+        lines = f"{type(inner).__name__}: {inner}".splitlines()
+        reason = "; ".join([lines[0]] + [line.strip() for line in lines[1:] if line.strip().startswith("target:")])
+        if self.max_autotune:
+            self.max_autotune = False
+            self._compiled = self._compile()
+            done = "compiled again without max-autotune"
+            self.kernels = f"{self.kernels} (without max-autotune: inductor failed with it: {reason})"
+        else:
+            self._compiled = None
+            done = "running the int8 model eagerly (Int8Compiled.module)"
+            self.kernels = f"eager: Int8Compiled.module, uncompiled (inductor failed: {reason})"
+        warnings.warn(f"compile_int8: inductor could not compile the {self.flow} int8 model ({reason}); {done}. "
+                      "Int8Compiled.kernels records it. HINT: a newer torch may fix it; backend='fbgemm' runs "
+                      "a quantize_dynamic model eagerly on fbgemm's int8 kernels.", RuntimeWarning, stacklevel=6)
 
     def int8_kernels(self, *example_inputs: Any) -> list[str]:
         """Compiles afresh for ``example_inputs`` and lists the int8 kernels in inductor's generated code.
@@ -310,7 +368,9 @@ def compile_int8(model: nn.Module, *, max_autotune: bool = True, backend: str = 
         model: from :func:`~sampan.quantization.quantize_dynamic`, :meth:`PTQ.convert` or
             :meth:`QAT.convert` (not modified).
         max_autotune: also try inductor's own int8 GEMM templates and keep the fastest kernel per
-            layer (slower to compile: seconds per layer and input shape).
+            layer (slower to compile: seconds per layer and input shape). A :func:`quantize_dynamic` model's Linear
+            layers of at most 8 outputs then run float GEMMs on their int8-rounded weights (torch's autotuner
+            fails on their int8 GEMMs); ``Int8Compiled.kernels`` names them.
         backend: for a :func:`quantize_dynamic` model, ``"inductor"`` (torchao's int8 layers compiled) or
             ``"fbgemm"`` (PyTorch's fbgemm int8 Linear, eager); ``"auto"`` takes fbgemm on a CPU without
             VNNI, where inductor has no fast int8 GEMM, and inductor elsewhere. Static models always use inductor.
@@ -341,7 +401,8 @@ def compile_int8(model: nn.Module, *, max_autotune: bool = True, backend: str = 
         # weight: prepacked int8 weights (oneDNN qlinear / the C++ micro-GEMM). Without it every call
         # reorders the weights and batch 1 ran 0.92x fp32 (0.57x with it) on the BENCHMARKS.md machine.
         pt2e()
-        return Int8Compiled(_torchao_dynamic(model), "dynamic", max_autotune)
+        module, kernels = _torchao_dynamic(model, max_autotune)
+        return Int8Compiled(module, "dynamic", max_autotune, kernels)
     if any(isinstance(m, Int8RNN) for m in model.modules()):
         raise TypeError(bad_argument("model", type(model).__name__, "a model with int8 Linear or convolution layers",
                                      "int8 LSTM / GRU layers have no compiled int8 kernel; use export_onnx "

@@ -45,6 +45,9 @@ class Int8Linear(nn.Module):
     each access, never stored): code that reads a Linear's ``.weight`` instead of calling it, such as
     ``nn.TransformerEncoderLayer``'s fused inference path, gets the same rounded weights that ``forward``
     uses.
+
+    ``forward`` computes in the input's dtype, as ``nn.Linear`` in a model of that dtype does: a bf16 input gives a bf16
+    output, with the weights dequantized to bf16 and the bias cast to it.
     """
 
     def __init__(self, linear: nn.Linear):
@@ -61,7 +64,9 @@ class Int8Linear(nn.Module):
         return _dequantize(self.weight_int8, self.weight_scale, self.weight_scale.dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, _dequantize(self.weight_int8, self.weight_scale, x.dtype), self.bias)
+        # the bias stays in the dtype it was built in (float32 unless the model was converted): follow the input
+        bias = None if self.bias is None else self.bias.to(x.dtype)
+        return F.linear(x, _dequantize(self.weight_int8, self.weight_scale, x.dtype), bias)
 
     def dequantize(self) -> nn.Linear:
         """A float ``nn.Linear`` with the (rounded) weights, e.g. for ONNX export."""

@@ -225,3 +225,84 @@ def test_after_torch_compile_caches_are_reset_it_compiles_once_more_and_agrees(m
     graphs = counters["stats"]["unique_graphs"]
     torch.testing.assert_close(fast(x), before)
     assert counters["stats"]["unique_graphs"] == graphs  # compiled again once (with freezing), then reused
+
+
+def _encoder(batch_first: bool) -> nn.TransformerEncoder:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, batch_first=batch_first)
+    return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+
+
+@pytest.mark.parametrize("batch_first", [True, False], ids=["fused", "layers"])
+def test_fbgemm_flow_runs_a_transformer_encoder(batch_first):
+    # batch_first: torch's fused inference path reads linear1.weight / linear2.weight (FbgemmInt8Linear had none);
+    # otherwise the layers are called and run fbgemm's int8 kernels
+    enc = _encoder(batch_first)
+    qnet = quantize_dynamic(enc)
+    fast = compile_int8(qnet, backend="fbgemm")
+    x, pad = torch.randn(2, 5, 32), torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    if not batch_first:
+        x = x.transpose(0, 1)
+    with torch.no_grad():
+        ref, got = enc(x, src_key_padding_mask=pad), fast(x, src_key_padding_mask=pad)
+    assert (got - ref).abs().max() < 0.05
+    layer = fast.module.layers[0].linear1
+    assert torch.equal(layer.weight, qnet.layers[0].linear1.weight) and not layer.weight.requires_grad
+    with pytest.raises(AttributeError):
+        layer.weight = layer.weight.clone()  # read-only: the int8 values are the weights
+    expected = [] if batch_first else ["fbgemm linear_dynamic"]
+    assert fast.int8_kernels(x, None, pad) == expected  # (src, mask, src_key_padding_mask)
+
+
+def test_dynamic_flow_keeps_layers_of_at_most_8_outputs_weight_only_under_max_autotune():
+    # a 2-class head's int8 GEMM failed to autotune in torch ("LoweringException: KeyError: 'buf6'": inductor inlines
+    # its two scales): the text Transformer classifier did not compile
+    torch.manual_seed(0)
+    qnet = quantize_dynamic(nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 2)).eval())
+    fast = compile_int8(qnet, backend="inductor")  # lazy: compiles at the first call
+    assert type(fast.module[2]) is type(qnet[2]) and type(fast.module[0]) is nn.Linear  # torchao's int8 Linear
+    assert "float GEMMs on the int8-rounded weights for '2' (at most 8 outputs" in fast.kernels, fast.kernels
+    assert type(compile_int8(qnet, max_autotune=False, backend="inductor").module[2]) is nn.Linear
+    head = quantize_dynamic(nn.Sequential(nn.Linear(16, 2)).eval())  # one layer: one autotuning, a few seconds
+    fast, x = compile_int8(head, backend="inductor"), torch.randn(4, 16)
+    with torch.no_grad():
+        ref = head(x)
+        torch.testing.assert_close(fast(x), ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
+    assert fast.kernels.startswith("inductor: int8 GEMMs; float GEMMs") and fast.max_autotune  # no fallback
+
+
+def test_where_inductor_fails_it_compiles_without_max_autotune_then_runs_eagerly_and_says_why(mlp, monkeypatch):
+    from sampan.quantization import compiled
+
+    qnet, x = quantize_dynamic(mlp), torch.randn(4, 64)
+    with torch.no_grad():
+        ref = qnet(x)
+    compile_fx = compiled._Int8Backend.__call__
+    tries = []
+
+    def failing(autotune_only):
+        def backend(self, graph_module, example_inputs):
+            tries.append(self.options["max_autotune"])
+            if self.options["max_autotune"] or not autotune_only:
+                raise KeyError("buf6")  # as inductor's autotuner failed on a 2-class head
+            return compile_fx(self, graph_module, example_inputs)
+        return backend
+
+    monkeypatch.setattr(compiled._Int8Backend, "__call__", failing(autotune_only=True))
+    fast = compile_int8(qnet, backend="inductor")
+    with pytest.warns(RuntimeWarning, match=r"\(KeyError: 'buf6'\); compiled again without max-autotune"):
+        got = fast(x)
+    assert tries == [True, False] and not fast.max_autotune and fast._compiled is not None
+    assert fast.kernels == "inductor: int8 GEMMs (without max-autotune: inductor failed with it: KeyError: 'buf6')"
+    assert (got - ref).abs().max() < 0.05 * ref.abs().max()
+
+    monkeypatch.setattr(compiled._Int8Backend, "__call__", failing(autotune_only=False))
+    tries.clear()
+    fast = compile_int8(qnet, backend="inductor", max_autotune=False)
+    with pytest.warns(RuntimeWarning, match=r"running the int8 model eagerly"):
+        got = fast(x)
+    assert tries == [False] and fast._compiled is None
+    assert fast.kernels == "eager: Int8Compiled.module, uncompiled (inductor failed: KeyError: 'buf6')"
+    assert (got - ref).abs().max() < 0.05 * ref.abs().max()
+    torch.testing.assert_close(fast(x), got)  # no second try
+    assert tries == [False]

@@ -1,4 +1,5 @@
 import collections
+import copy
 
 import pytest
 import torch
@@ -119,6 +120,19 @@ def test_text_transformer_classifier_and_its_sensitivity_work_with_int8():
     table = sampan.quantization.sensitivity(clf, closeness, method="dynamic")
     assert list(table) == ["encoder.encoder.layers.0.linear1", "encoder.encoder.layers.0.linear2", "head"]
     assert all(0.0 <= v["int8"] < 0.05 for v in table.losses.values())
+
+
+def test_int8_linear_computes_in_a_bf16_inputs_dtype_outside_autocast(mlp):
+    # as nn.Linear in a bf16 model: bf16 in, bf16 out (the float32 bias met bf16 weights: a dtype error before)
+    q = quantize_dynamic(mlp)
+    x = torch.randn(4, 64)
+    with torch.no_grad():
+        ref = q(x)
+        for model in (q, copy.deepcopy(q).bfloat16()):  # float32 scales and bias, then all in bf16
+            out = model(x.bfloat16())
+            assert out.dtype == torch.bfloat16
+            assert (out.float() - ref).abs().max() < 0.02 * ref.abs().max()
+        assert q(x).dtype == torch.float32 and torch.equal(q(x), ref)
 
 
 @pytest.mark.parametrize("layer", [nn.Linear(8, 2), nn.LSTM(8, 4), nn.GRU(8, 4)], ids=["Linear", "LSTM", "GRU"])

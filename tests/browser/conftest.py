@@ -25,6 +25,7 @@ import pytest
 from servers import stop, wait_until
 
 from sampan.utils.net import free_port  # below the ephemeral range: no kernel or connection takes it first
+from sampan.utils.notebooks import VOILA_BOOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -83,7 +84,8 @@ def start_voila(tmp_path, server_env):
     def start(notebook: str | os.PathLike, *, timeout: float = START_TIMEOUT) -> str:
         port, token = free_port(), uuid.uuid4().hex
         log = tmp_path / f"voila-{port}.log"
-        cmd = [sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
+        # as `sampan dashboard` runs it: python -m voila with the mend for a cell's lost reply
+        cmd = [sys.executable, "-c", VOILA_BOOT, str(notebook), "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
                f"--token={token}", "--show_tracebacks=True", "--Voila.port_retries=0"]
         proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=server_env,
                                 cwd=str(Path(notebook).parent))

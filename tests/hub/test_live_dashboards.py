@@ -18,7 +18,6 @@ import sys
 import tempfile
 import time
 import uuid
-import warnings
 from pathlib import Path
 
 import nbformat
@@ -28,6 +27,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from sampan.hub import live
 from sampan.hub.service import render_gallery
+from sampan.utils.notebooks import VOILA_BOOT
 
 NOBODY = pwd.getpwnam("nobody")
 NOBODY_RUNS_PYTHON = os.geteuid() == 0 and all(live.reachable_by(p, "nobody") for p in live._python_files())
@@ -297,13 +297,6 @@ class TokenViewers(PasswordIdentityProvider):
         note_viewer(handler, user)
         return user
 """
-# as LIVE_BOOT: Voilà without sampan/__init__ (torch), its arguments as JSON
-BOOT = ("import importlib.util, json, runpy, sys, types; pkg = types.ModuleType('sampan'); "
-        "pkg.__path__ = list(importlib.util.find_spec('sampan').submodule_search_locations); "
-        "sys.modules['sampan'] = pkg; sys.argv = ['voila', *json.loads(sys.argv[1])]; "
-        "runpy.run_module('voila', run_name='__main__')")
-
-
 @pytest.fixture(scope="module")
 def voila(tmp_path_factory):
     """The live Voilà (2 kernels a viewer, 3 in all, unconnected ones stopped after 20 idle s) on alice's app."""
@@ -333,7 +326,7 @@ def voila(tmp_path_factory):
     env = {**os.environ, "JUPYTER_TOKEN": token, "OMP_NUM_THREADS": "1", "JUPYTER_DATA_DIR": str(root / "data"),
            "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
     log = root / "voila.log"
-    proc = subprocess.Popen([sys.executable, "-c", BOOT, json.dumps(args)], env=env, cwd=root,
+    proc = subprocess.Popen([sys.executable, "-c", VOILA_BOOT, *args], env=env, cwd=root,  # as LIVE_BOOT
                             stdout=open(log, "w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/services/live/"
     deadline = time.time() + 120
@@ -472,26 +465,14 @@ def test_a_publishers_scripts_do_not_run_in_the_viewers_browser_and_the_widgets_
             context.close()
         return {name[len("data-pwn-"):] for name in ran if name.startswith("data-pwn-")}, policy, console
 
-    def visit_again_once(browser, strip_policy: bool) -> tuple[set[str], str, list[str]]:
-        """A page that never rendered is opened once more, the first try's evidence (the page, its console,
-        Voilà's and the kernels' stacks) in the run's warnings summary. On 2 busy cores about one run of this file
-        in six lost a page (2026-12-06, under ipykernel 7.4 and 6.31 alike): its kernel started and sat idle while
-        Voilà awaited a cell's reply. The cause is not found yet (docs/STATUS.md)."""
-        try:
-            return visit(browser, strip_policy)
-        except NeverRendered as first:
-            warnings.warn(f"the live page (policy {'stripped' if strip_policy else 'kept'}) did not render; "
-                          f"opened again:\n{first}", stacklevel=1)
-            return visit(browser, strip_policy)
-
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=[
             "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--no-first-run", "--disable-quic",
             "--disable-features=LocalNetworkAccessChecks"])  # a page Playwright fulfils counts as a public one
         try:
-            ran, policy, console = visit_again_once(browser, strip_policy=False)
-            unguarded, _, _ = visit_again_once(browser, strip_policy=True)
+            ran, policy, console = visit(browser, strip_policy=False)
+            unguarded, _, _ = visit(browser, strip_policy=True)
         finally:
             browser.close()
     assert ran == set(), (ran, policy)

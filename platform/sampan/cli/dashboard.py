@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -45,10 +46,13 @@ def add_parser(subparsers) -> None:
 def command(notebook: Path, *, port: int, open_browser: bool = False) -> list[str]:
     """The ``voila`` command line for one dashboard, with the security settings spelled out.
 
-    ``auto_token`` makes Voilà require a token, which it reads from ``JUPYTER_TOKEN`` (``server_env``).
+    ``auto_token`` makes Voilà require a token, which it reads from ``JUPYTER_TOKEN`` (``server_env``). Voilà runs
+    through ``sampan.utils.notebooks.VOILA_BOOT`` (``python -m voila`` with the mend for a cell's lost reply).
     """
+    from sampan.utils.notebooks import VOILA_BOOT
+
     return [
-        sys.executable, "-m", "voila", str(notebook),
+        sys.executable, "-c", VOILA_BOOT, str(notebook),
         "--Voila.ip=127.0.0.1",
         f"--port={port}",
         f"--Voila.open_browser={open_browser}",
@@ -87,7 +91,7 @@ def run(args) -> int:
     notebook = built_course_dir(lang) / "dashboards" / found[args.name].name  # built in that language
     cmd = command(notebook, port=port, open_browser=args.open)
     if args.dry_run:
-        print(" ".join(cmd))
+        print(shlex.join(cmd))
         return 0
     build_file(found[args.name], notebook, lang)
     ensure_kernel()

@@ -67,11 +67,12 @@ UNCONNECTED_SECONDS = 60  # a page connects within seconds of its last cell; a p
 CULL_SECONDS = 15
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # gallery._NAME: what `sampan publish` accepts
 # As for the progress service (config.SERVICE_BOOT): skip sampan/__init__ (torch), then run Voilà with the
-# arguments :func:`voila_arguments` prepared, as `python -m voila` would.
-LIVE_BOOT = ("import importlib.util, runpy, sys, types; pkg = types.ModuleType('sampan'); "
+# arguments :func:`voila_arguments` prepared, as `python -m voila` would (with sampan.utils.notebooks.run_voila's
+# mend for a cell's lost reply).
+LIVE_BOOT = ("import importlib.util, sys, types; pkg = types.ModuleType('sampan'); "
              "pkg.__path__ = list(importlib.util.find_spec('sampan').submodule_search_locations); "
              "sys.modules['sampan'] = pkg; from sampan.hub.live import prepare_process; "
-             "sys.argv = ['voila', *prepare_process()]; runpy.run_module('voila', run_name='__main__')")
+             "from sampan.utils.notebooks import run_voila; run_voila(prepare_process())")
 
 
 @dataclass(frozen=True)

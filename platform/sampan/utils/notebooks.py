@@ -5,11 +5,17 @@ binds them a moment later. Another process starting a kernel or a server in that
 kernel exits with ``ZMQError: Address already in use`` before it ever answers, and papermill raises
 ``RuntimeError: Kernel died before replying to kernel_info``. Nothing of the notebook has run then, so starting the
 kernel again (with new ports) is safe; a kernel that dies at every start is reported after ``attempts`` tries.
+
+``guard_async_sends`` mends a lost reply in jupyter_client's asyncio clients (which papermill and Voilà run on), and
+``VOILA_BOOT`` runs Voilà with it.
 """
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any, Callable, Iterable, TypeVar
+import runpy
+import sys
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from sampan.errors import SampanError, bad_argument
 from sampan.utils.imports import require
@@ -18,6 +24,11 @@ _log = logging.getLogger("sampan.notebooks")
 
 KERNEL_START_ATTEMPTS = 3
 T = TypeVar("T")
+# `python -c VOILA_BOOT ARGS...` runs `voila ARGS...` with guard_async_sends, without importing sampan/__init__
+# (torch) into the server (its kernels import what their notebooks need)
+VOILA_BOOT = ("import importlib.util, sys, types; pkg = types.ModuleType('sampan'); "
+              "pkg.__path__ = list(importlib.util.find_spec('sampan').submodule_search_locations); "
+              "sys.modules['sampan'] = pkg; from sampan.utils.notebooks import run_voila; run_voila(sys.argv[1:])")
 
 
 class KernelNotFoundError(SampanError, LookupError):
@@ -72,6 +83,50 @@ def silent_while_starting(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and str(exc).startswith("Kernel didn't respond in ")
 
 
+def guard_async_sends() -> None:
+    """Makes jupyter_client's ``Session.send`` wake whoever awaits the same asyncio socket (idempotent).
+
+    ``Session.send`` writes to a ``zmq.asyncio`` socket through a blocking shadow of it. The blocking send
+    processes the socket's pending commands, and with them the edge-triggered ``zmq.FD`` signal that pyzmq's pending
+    ``poll``/``recv`` on that socket waits for: a message that arrived just then stays unread for ever. nbclient
+    does exactly that: its ``Output`` widget sends ``comm_msg`` on the shell channel while it awaits the cell's
+    ``execute_reply``, and a reply that arrives during that send is never seen: a Voilà page says "Running ..." for
+    ever (its kernel idle), a papermill run waits for ever. After each such send this has pyzmq look at the
+    socket's events again, as its own asyncio ``send`` does.
+
+    Example:
+        >>> guard_async_sends()  # doctest: +SKIP
+    """
+    import zmq
+    import zmq.asyncio
+    from jupyter_client.session import Session
+
+    def waking(send):
+        @functools.wraps(send)
+        def send_and_wake(self, stream, *args, **kwargs):
+            sent = send(self, stream, *args, **kwargs)
+            if isinstance(stream, zmq.asyncio.Socket) and not stream.closed:
+                try:
+                    stream._schedule_remaining_events()  # pyzmq's own wake-up after a send (zmq/_future.py)
+                except zmq.ZMQError:  # closed meanwhile: nobody is waiting
+                    pass
+            return sent
+
+        send_and_wake.sampan_wakes = True
+        return send_and_wake
+
+    for name in ("send", "send_raw"):
+        if not getattr(getattr(Session, name), "sampan_wakes", False):
+            setattr(Session, name, waking(getattr(Session, name)))
+
+
+def run_voila(args: Sequence[str]) -> None:
+    """Runs Voilà in this process as ``voila ARGS...`` would, with :func:`guard_async_sends` (see ``VOILA_BOOT``)."""
+    guard_async_sends()
+    sys.argv = ["voila", *args]
+    runpy.run_module("voila", run_name="__main__")
+
+
 def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNEL_START_ATTEMPTS,
                      **kwargs: Any) -> Any:
     """``papermill.execute_notebook(input_path, output_path, **kwargs)``, starting the kernel up to ``attempts`` times.
@@ -89,6 +144,7 @@ def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNE
     pm = require("papermill")
     from sampan.utils import forkkernels
 
+    guard_async_sends()
     if forkkernels.enabled() and "kernel_manager_class" not in kwargs:
         kwargs["kernel_manager_class"] = forkkernels.ForkServerKernelManager
     return with_kernel_restarts(lambda: pm.execute_notebook(input_path, output_path, **kwargs), attempts=attempts,

@@ -1,6 +1,7 @@
 """`sampan lab` / `sampan dashboard` command lines (the servers themselves: tests/browser/)."""
 from __future__ import annotations
 
+import shlex
 import socket
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from sampan.cli import main
 from sampan.cli._servers import free_port
 from sampan.utils.io import repo_root
+from sampan.utils.notebooks import VOILA_BOOT
 
 
 def test_lab_command_binds_localhost_with_a_token_on_the_index(capsys):
@@ -34,8 +36,8 @@ def test_lab_makes_up_a_random_token(monkeypatch):
 
 def test_dashboard_command_spells_out_voila_security(capsys):
     assert main(["dashboard", "digit_playground", "--dry-run", "--port", "0"]) == 0
-    cmd = capsys.readouterr().out.split()
-    assert cmd[1:3] == ["-m", "voila"] and cmd[3].endswith("dashboards/digit_playground.ipynb")  # built: test_lang_lab
+    cmd = shlex.split(capsys.readouterr().out)  # a line to paste into a shell
+    assert cmd[1:3] == ["-c", VOILA_BOOT] and cmd[3].endswith("dashboards/digit_playground.ipynb")  # built: test_lang_lab
     for flag in ("--Voila.ip=127.0.0.1", "--VoilaConfiguration.strip_sources=True",
                  "--VoilaConfiguration.show_tracebacks=False", "--Voila.open_browser=False"):
         assert flag in cmd

@@ -575,7 +575,7 @@ class Model:
             if load_optimizer and static.training_passes:  # the checkpoint's settings came with its state: fused
                 fuse_optimizer(self._optimizer)  # again, as prepare(to_static=True) set it
             if payload.get("static_training"):
-                static.set_train_choice(payload["static_training"])
+                static.set_train_choice(payload["static_training"], self.network)  # and its layout
         # The saved moments keep the layout of the weights they were saved with (NCHW or channels-last), which need
         # not be the weights' layout now; a fused optimizer walks both as flat memory and would mix them silently.
         align_optimizer_state(self._optimizer)

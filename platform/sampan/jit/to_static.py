@@ -93,6 +93,17 @@ class StaticFunction:
     def __get__(self, instance, owner=None):
         return self if instance is None else types.MethodType(self, instance)
 
+    def _for_layer(self, layer: nn.Module, input_spec=None) -> "StaticFunction":
+        """A StaticFunction of ``layer``'s own, for a layer whose class's ``forward`` is this one (``@to_static``):
+        the decorator's options around the class's plain ``forward`` bound to ``layer``, nothing compiled or measured
+        yet. Its training path, layout and ``Model.prepare`` settings are then the layer's, not every instance's.
+        ``input_spec`` is used where the decorator gave none."""
+        return StaticFunction(types.MethodType(self.original, layer), layer=layer,
+                              input_spec=self.input_spec if self.input_spec is not None else input_spec,
+                              backend=self.backend, full_graph=self.full_graph, verify=self.verify,
+                              freezing=self.freezing, rtol=self.rtol, atol=self.atol, pick_faster=self.pick_faster,
+                              winograd=self.winograd)
+
     # -- copies (copy.deepcopy, pickle) -------------------------------------------------------------
     def __getstate__(self) -> dict:
         """What a copy keeps: the options, the status of an eager fallback and the training path, never the
@@ -309,7 +320,9 @@ class StaticFunction:
     def first_training_step_waits(self) -> bool:
         """Whether the next training call compiles, or times the paths, before it trains (seconds to a minute
         on a CPU): ``Model.fit``'s progress bar says so while the first step runs."""
-        return self.status == "pending" or (self.status != "eager" and self._train_path is None)
+        if self.status == "eager" or self._train_path == "eager":
+            return False
+        return self.status == "pending" or (self._train_path is None and self._measures_training())
 
     def _training_call(self, args: tuple) -> bool:
         if not torch.is_grad_enabled():
@@ -320,7 +333,11 @@ class StaticFunction:
     def _probes_training(self, args: tuple) -> bool:
         """Whether a training call should first measure the paths: with ``pick_faster``, once, on one process
         (in a distributed job the ranks could choose differently, and their replicas would drift apart)."""
-        return (self.pick_faster and self.train_choice is None and self._module(args) is not None
+        return self._measures_training() and self._module(args) is not None
+
+    def _measures_training(self) -> bool:
+        """Whether a training call of a layer would measure the paths first (see :meth:`_probes_training`)."""
+        return (self.pick_faster and self.train_choice is None
                 and not (torch.distributed.is_available() and torch.distributed.is_initialized()))
 
     def _train(self, args: tuple, kwargs: dict) -> Any:
@@ -392,17 +409,24 @@ class StaticFunction:
                           f"({why}); it is not a candidate.", RuntimeWarning, stacklevel=4)
         path, layout = min(times, key=times.get)
         self.set_train_choice(PathChoice(path, min(t for (p, _), t in times.items() if p == "compiled"),
-                                         min(t for (p, _), t in times.items() if p == "eager"), layout))
+                                         min(t for (p, _), t in times.items() if p == "eager"), layout), module)
 
-    def set_train_choice(self, choice: "PathChoice | dict | None") -> None:
+    def set_train_choice(self, choice: "PathChoice | dict | None", module: nn.Module | None = None) -> None:
         """Sets the path (and layout) of training calls, as a checkpoint restores it so that a resumed run takes
         the same path; None measures again at the next training call. A change of the weights' layout calls
-        ``on_layout_change`` (``Model`` keeps a fused optimizer's state in the weights' layout with it)."""
+        ``on_layout_change`` (``Model`` keeps a fused optimizer's state in the weights' layout with it).
+
+        Args:
+            choice: a :class:`PathChoice`, its ``dataclasses.asdict`` (a checkpoint's), or None.
+            module: the network whose weights take the choice's layout where this has no ``layer`` of its own
+                (``@to_static`` on a class's ``forward``); the ``layer`` where it has one.
+        """
         if isinstance(choice, dict):
             choice = PathChoice(**choice)
         self.train_choice = choice
         self._train_path = choice.path if choice is not None else None
-        if choice is not None and self.layer is not None and _set_layout(self.layer, choice.layout) \
+        module = self.layer if self.layer is not None else module
+        if choice is not None and module is not None and _set_layout(module, choice.layout) \
                 and self.on_layout_change is not None:
             self.on_layout_change()
 
@@ -755,7 +779,10 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
 
     Args:
         layer_or_function: an ``nn.Module`` (converted in place and returned), a function, or
-            nothing to use ``@to_static(input_spec=...)`` as a decorator (also on ``forward``).
+            nothing to use ``@to_static(input_spec=...)`` as a decorator (also on ``forward``). A layer whose
+            class's ``forward`` carries ``@to_static`` gets a static forward of its own with the decorator's
+            options (this call's ``input_spec`` where the decorator gave none), as ``Model.prepare(to_static=True)``
+            needs: its training path, layout and optimizer settings belong to that layer, not to every instance.
         input_spec: ``sampan.InputSpec`` list; ``None`` dims are dynamic.
         backend: a ``torch.compile`` backend: ``"inductor"``, ``"aot_eager"``, ``"eager"``...
         full_graph: raise instead of falling back when there are graph breaks.
@@ -814,7 +841,11 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
         current = layer.__dict__.get("forward")
         if isinstance(current, StaticFunction):
             return layer
-        layer.forward = StaticFunction(layer.forward, layer=layer, **options)
+        declared = inspect.getattr_static(type(layer), "forward", None)
+        if isinstance(declared, StaticFunction):  # @to_static on the class's forward: its options, this layer's state
+            layer.forward = declared._for_layer(layer, input_spec)
+        else:
+            layer.forward = StaticFunction(layer.forward, layer=layer, **options)
         layer._sampan_static = layer.forward
         return layer
     if callable(layer_or_function):

@@ -132,7 +132,7 @@ def _torchao_dynamic(model: nn.Module, max_autotune: bool) -> tuple[nn.Module, s
     for name in names:
         # the dequantized weights lie on the int8 grid; torchao's symmetric per-row rounding (range
         # -128..127) gives back the same int8 values within one step (7-bit ones on a CPU without VNNI)
-        _replace(swapped, name, swapped.get_submodule(name).dequantize())
+        swapped = _replace(swapped, name, swapped.get_submodule(name).dequantize())  # name "": the model itself
     wanted = set(names)
     config = quantization.Int8DynamicActivationInt8WeightConfig(set_inductor_config=False, reduce_range=reduce_range())
     with warnings.catch_warnings():
@@ -152,7 +152,8 @@ class FbgemmInt8Linear(nn.Module):
     int8 GEMV kernel (:func:`sampan.quantization.gemv.linear_w8`: rows rounded to int16, within about 1e-4 of the
     weight-only reference's largest output), larger ones through PyTorch's fbgemm dynamic int8 Linear
     (fbgemm-prepacked copies of the same int8 weights; activations rounded per call to 7 bits, fbgemm's
-    ``reduce_range``). ``relu`` applies the ReLU that followed the layer.
+    ``reduce_range``). ``relu`` applies the ReLU that followed the layer. Both kernels take float32: an input of
+    another floating dtype (bf16, fp16) is computed in float32 and the output cast back to it.
 
     ``weight`` reads back the dequantized float weight, read-only, as ``Int8Linear.weight`` does: code that reads a
     Linear's ``.weight`` instead of calling it (``nn.TransformerEncoderLayer``'s fused inference path) runs its own
@@ -200,6 +201,10 @@ class FbgemmInt8Linear(nn.Module):
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype != torch.float32 and x.is_floating_point():
+            # fbgemm and the GEMV kernel take float32 only: in float32, then back to the input's dtype (bf16 in, bf16
+            # out, as Int8Linear and nn.Linear in a bf16 model)
+            return self.forward(x.float()).to(x.dtype)
         if self.gemv and x.numel() <= GEMV_MAX_ROWS * self.in_features:
             return torch.ops.sampan_int8.linear_w8(x, *self._args, self.relu)
         y = self.fbgemm(x)
@@ -221,7 +226,7 @@ def _fbgemm_dynamic(model: nn.Module) -> tuple[nn.Module, str]:
     reason = gemv_unavailable()
     swapped = copy.deepcopy(model)
     for name in [n for n, m in swapped.named_modules() if isinstance(m, Int8Linear)]:
-        _replace(swapped, name, FbgemmInt8Linear(swapped.get_submodule(name), gemv=reason is None))
+        swapped = _replace(swapped, name, FbgemmInt8Linear(swapped.get_submodule(name), gemv=reason is None))
     for seq in [m for m in swapped.modules() if isinstance(m, nn.Sequential)]:
         names = list(seq._modules)
         for first, then in zip(names, names[1:]):

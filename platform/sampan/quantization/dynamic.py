@@ -84,7 +84,9 @@ class Int8RNN(nn.Module):
     """An ``LSTM`` / ``GRU`` whose weight matrices are stored in int8; biases stay float.
 
     ``forward`` runs the original layer through ``torch.func.functional_call`` with the
-    dequantized weights, so every LSTM / GRU option (layers, bidirectional, batch_first) works.
+    dequantized weights, so every LSTM / GRU option (layers, bidirectional, batch_first) works. It computes in the
+    input's dtype, as ``Int8Linear`` does: a bf16 input (or ``PackedSequence`` of one) gives bf16 outputs, with the
+    weights dequantized to bf16 and the biases cast to it.
     """
 
     def __init__(self, rnn: nn.LSTM | nn.GRU):
@@ -105,11 +107,15 @@ class Int8RNN(nn.Module):
 
     def _params(self, dtype: torch.dtype) -> dict[str, torch.Tensor]:
         params = {n: _dequantize(getattr(self, f"{n}_int8"), getattr(self, f"{n}_scale"), dtype) for n in self._weights}
-        params.update({n: getattr(self, n) for n in self._biases})
+        params.update({n: getattr(self, n).to(dtype) for n in self._biases})
         return params
 
     def forward(self, *args: Any, **kwargs: Any):
-        return torch.func.functional_call(self._template, self._params(torch.float32), args, kwargs)
+        x = args[0] if args else kwargs.get("input")
+        x = x.data if isinstance(x, nn.utils.rnn.PackedSequence) else x
+        # the biases stay in the dtype they were built in (float32 unless the model was converted): follow the input
+        dtype = x.dtype if isinstance(x, torch.Tensor) and x.is_floating_point() else torch.float32
+        return torch.func.functional_call(self._template, self._params(dtype), args, kwargs)
 
     def dequantize(self) -> nn.Module:
         rnn = copy.deepcopy(self._template)
@@ -121,10 +127,15 @@ class Int8RNN(nn.Module):
         return f"{type(self._template).__name__}, weight=int8"
 
 
-def _replace(model: nn.Module, name: str, new: nn.Module) -> None:
+def _replace(model: nn.Module, name: str, new: nn.Module) -> nn.Module:
+    """Puts ``new`` in place of ``model``'s submodule ``name``; returns the model, or ``new`` where ``name`` is
+    ``""`` (the model itself, which no parent holds: ``setattr(model, "", new)`` would add a child named "")."""
+    if not name:
+        return new
     parent_name, _, attr = name.rpartition(".")
     parent = model.get_submodule(parent_name) if parent_name else model
     setattr(parent, attr, new)
+    return model
 
 
 def quantize_dynamic(model: nn.Module, *, skip: Iterable[Any] = (),
@@ -166,12 +177,9 @@ def quantize_dynamic(model: nn.Module, *, skip: Iterable[Any] = (),
     qmodel = copy.deepcopy(model).eval()
     targets = [(n, m) for n, m in qmodel.named_modules()
                if type(m) in kinds and not is_skipped(n, m, names, types)]
-    for name, module in targets:
-        new = Int8Linear(module) if isinstance(module, nn.Linear) else Int8RNN(module)
-        if not name:  # the model itself is a Linear / LSTM / GRU
-            return new.eval()
-        _replace(qmodel, name, new)
-    return qmodel
+    for name, module in targets:  # name "": the model itself is a Linear / LSTM / GRU
+        qmodel = _replace(qmodel, name, Int8Linear(module) if isinstance(module, nn.Linear) else Int8RNN(module))
+    return qmodel.eval()
 
 
 def dequantize(model: nn.Module) -> nn.Module:
@@ -179,5 +187,5 @@ def dequantize(model: nn.Module) -> nn.Module:
     fmodel = copy.deepcopy(model)
     for name, module in list(fmodel.named_modules()):
         if isinstance(module, (Int8Linear, Int8RNN)):
-            _replace(fmodel, name, module.dequantize())
+            fmodel = _replace(fmodel, name, module.dequantize())
     return fmodel

@@ -104,6 +104,39 @@ def test_fbgemm_flow_takes_one_or_two_rows_through_the_int8_gemv_kernel_with_the
     assert layer._args[1] is layer.weight_scale and layer.weight_scale.dtype == torch.float64
 
 
+def test_fbgemm_flow_computes_a_bf16_input_in_float32_and_gives_bf16_back(mlp):
+    # as Int8Linear: bf16 in, bf16 out (fbgemm: "expected scalar type Float but found BFloat16" before; the int8 GEMV
+    # kernel: "linear_w8: x must be float32")
+    qnet = quantize_dynamic(mlp)
+    fast = compile_int8(qnet, backend="fbgemm")
+    for rows in (1, 8):  # the int8 GEMV kernel, fbgemm
+        x = torch.randn(rows, 64)
+        with torch.no_grad():
+            ref, got = qnet(x), fast(x.bfloat16())
+        assert got.dtype == torch.bfloat16 and (got.float() - ref).abs().max() < 0.05 * ref.abs().max()
+        assert fast(x).dtype == torch.float32
+
+
+@pytest.mark.parametrize("backend", ["fbgemm", "inductor"])
+def test_a_bare_quantized_linear_is_compiled_itself(backend):
+    # the model itself an Int8Linear: the swap went to a child named "" (fbgemm: silently none, the reference kernels
+    # ran; inductor: KeyError "attribute 'weight' already exists")
+    from sampan.quantization.compiled import FbgemmInt8Linear
+
+    torch.manual_seed(0)
+    layer = nn.Linear(16, 32).eval()
+    fast, x = compile_int8(quantize_dynamic(layer), backend=backend, max_autotune=False), torch.randn(4, 16)
+    assert type(fast.module) is {"fbgemm": FbgemmInt8Linear, "inductor": nn.Linear}[backend]
+    assert not fast.module._modules.get("")
+    if backend == "fbgemm":
+        assert fast.int8_kernels(x) == ["fbgemm linear_dynamic"] and fast.int8_kernels(x[:1]) == ["int8 GEMV"]
+    else:  # torchao's int8 weights, as in the MLP's layers (whose int8 GEMMs the first test finds)
+        assert fast.module.weight.qdata.dtype == torch.int8
+    with torch.no_grad():
+        ref, got = layer(x), fast(x)
+    assert (got - ref).abs().max() < 0.05 * ref.abs().max()
+
+
 def test_with_onednn_held_to_avx2_a_dynamic_model_runs_fbgemm_and_the_int8_gemv(mlp, monkeypatch):
     # how an AVX2-only CPU is emulated on this one (the figures in BENCHMARKS.md): the automatic choice follows
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")

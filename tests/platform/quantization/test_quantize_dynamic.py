@@ -145,3 +145,26 @@ def test_a_bare_layer_is_quantized_itself(layer):
     out, ref = (q(x), layer(x)) if isinstance(layer, nn.Linear) else (q(x)[0], layer(x)[0])
     assert (out - ref).abs().max() < 0.02
     assert type(quantize_dynamic(layer, skip=[type(layer)])) is type(layer)
+    back = dequantize(q)  # the float layer itself (before: the int8 one with the float one as a child named "")
+    assert type(back) is type(layer) and not back._modules
+    with torch.no_grad():
+        torch.testing.assert_close(back(x) if isinstance(layer, nn.Linear) else back(x)[0], out)
+
+
+@pytest.mark.parametrize("kind", [nn.LSTM, nn.GRU], ids=["LSTM", "GRU"])
+def test_int8_rnn_computes_in_a_bf16_inputs_dtype(kind):
+    # as Int8Linear and a bf16 LSTM / GRU: bf16 in, bf16 out (the float32 weights met the bf16 input: "RNN input dtype
+    # (torch.bfloat16) does not match weight dtype (torch.float32)" before)
+    torch.manual_seed(0)
+    q = quantize_dynamic(kind(8, 16, num_layers=2, batch_first=True, bidirectional=True))
+    x = torch.randn(3, 5, 8)
+    with torch.no_grad():
+        ref = q(x)[0]
+        for model in (q, copy.deepcopy(q).bfloat16()):  # float32 scales and biases, then all in bf16
+            out = model(x.bfloat16())[0]
+            assert out.dtype == torch.bfloat16
+            assert (out.float() - ref).abs().max() < 0.02 * ref.abs().max()
+        packed = nn.utils.rnn.pack_padded_sequence(x.bfloat16(), [5, 3, 2], batch_first=True)
+        assert q(packed)[0].data.dtype == torch.bfloat16
+        assert q(x)[0].dtype == torch.float32 and torch.equal(q(x)[0], ref)
+        assert copy.deepcopy(q).bfloat16()(x)[0].dtype == torch.float32

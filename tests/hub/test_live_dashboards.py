@@ -313,16 +313,20 @@ def voila(tmp_path_factory):
     nbformat.write(nb, folder / "app.ipynb")
     _notebook(folder / "plain.ipynb", "import os\nprint('plain', os.environ.get('QUERY_STRING'), "
                                       "os.environ.get('VOILA_REQUEST_URL'))")
+    # a cell that never ends, deaf to the interrupt too
+    _notebook(folder / "runaway.ipynb", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                        "print('started', flush=True)\nwhile True:\n    pass")
     (root / "viewers.py").write_text(VIEWERS)
     # Voilà and its kernels print every thread's stack on SIGUSR1 (into the log): what a page that never came waits on
     (root / "sitecustomize.py").write_text("import faulthandler, signal\n"
                                            "faulthandler.register(signal.SIGUSR1, all_threads=True)\n")
     port, token = free_port(), uuid.uuid4().hex
     args = [a for a in live.voila_arguments(root / "dashboards", f"http://127.0.0.1:{port}", "/services/live/")
-            if not a.startswith(("--Voila.identity_provider", "--Voila.authorizer", "--MappingKernelManager.cull_int"))]
+            if not a.startswith(("--Voila.identity_provider", "--Voila.authorizer", "--MappingKernelManager.cull_int",
+                                 "--VoilaExecutor.timeout"))]
     args += ["--Voila.identity_provider_class=viewers.TokenViewers", "--LiveKernelManager.per_viewer=2",
              "--LiveKernelManager.max_kernels=3", "--LiveKernelManager.unconnected_timeout=20",
-             "--MappingKernelManager.cull_interval=1"]
+             "--MappingKernelManager.cull_interval=1", "--VoilaExecutor.timeout=4"]  # a cell's longest run
     env = {**os.environ, "JUPYTER_TOKEN": token, "OMP_NUM_THREADS": "1", "JUPYTER_DATA_DIR": str(root / "data"),
            "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
     log = root / "voila.log"
@@ -396,6 +400,24 @@ def test_live_kernels_are_capped_per_viewer_and_in_all_and_unconnected_ones_stop
         time.sleep(1)
     assert voila.kernels() == 0, voila.log.read_text()[-3000:]
     assert first.get(page, timeout=120).status_code == 200  # room again
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_cell_that_never_ends_ends_its_page_with_a_message_and_its_kernel_is_stopped(voila):
+    """A publisher's cell that loops for ever (and ignores the interrupt) would keep the viewer on "Running ..."
+    and hold a kernel, busy, for ever: a few views would fill the class's live kernels. The page ends after the
+    cell's time (here 4 s) with a message for the viewer; the kernel, busy, is stopped once no page connected to it
+    (here 20 s after the page)."""
+    assert voila.kernels() == 0, "run alone or after the other kernel tests (it waits for its kernel's end)"
+    opened = requests.get(voila.url + "voila/render/alice/runaway.ipynb", params={"token": voila.token}, timeout=120)
+    assert opened.status_code == 200, opened.text[-2000:]
+    assert "the most a cell of a live dashboard may run" in opened.text, opened.text[-3000:]  # the cell's output
+    assert voila.kernels() == 1  # still running the cell
+    deadline = time.time() + 90
+    while voila.kernels() and time.time() < deadline:
+        time.sleep(1)
+    assert voila.kernels() == 0, voila.log.read_text()[-3000:]
 
 
 @pytest.mark.browser
@@ -508,6 +530,10 @@ def test_a_kernel_whose_page_still_renders_is_never_taken_for_an_unconnected_one
     assert manager._unconnected_for("k") == 0  # still rendering, however long ago it last spoke
     page.finished = time.monotonic() - 100
     assert manager._unconnected_for("k") > 60  # sent 100 s ago, never connected: stopped at the next cull
+    manager._kernels["k"].execution_state = "busy"  # a cell past the page's timeout, its output going nowhere
+    assert manager._unconnected_for("k") > 60
+    page.finished = time.monotonic() - 5
+    assert manager._unconnected_for("k") < 60  # its page has just been sent: the browser may still connect
     manager._connected.add("k")
     assert manager._unconnected_for("k") == 0
 

@@ -64,6 +64,9 @@ PER_VIEWER = 3  # live kernels per hub user: a few dashboards side by side, not 
 KERNEL_GIB = 0.5  # what a Sampan kernel holds once torch is imported (docs/CLASSROOM.md: ~16-20 GiB for 30)
 MEMORY_SHARE = 0.25  # of the machine's memory for live kernels: the learners' own servers need the rest
 UNCONNECTED_SECONDS = 60  # a page connects within seconds of its last cell; a plain GET never does
+CELL_SECONDS = 180  # the longest a live page's cell may run before the page stops with a message (a loop for ever)
+CELL_TIMEOUT_MESSAGE = (f"This dashboard's code ran longer than {CELL_SECONDS} s, the most a cell of a live dashboard "
+                        "may run, so the page stops here. Tell its publisher; the gallery's snapshot still opens.")
 CULL_SECONDS = 15
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # gallery._NAME: what `sampan publish` accepts
 # As for the progress service (config.SERVICE_BOOT): skip sampan/__init__ (torch), then run Voilà with the
@@ -242,9 +245,14 @@ def voila_arguments(dashboards: Path, service_url: str, prefix: str) -> list[str
         "--VoilaConfiguration.file_allowlist=[]", "--theme=light",
         "--Voila.tornado_settings=" + json.dumps({"headers": {"Content-Security-Policy": content_security_policy()}}),
         # a kernel per viewer, capped; one whose page was closed without a goodbye is stopped after 10 idle
-        # minutes, one that no page connected to after UNCONNECTED_SECONDS
+        # minutes (busy or not: a cell that loops for ever holds a kernel otherwise), one that no page connected
+        # to after UNCONNECTED_SECONDS
         "--VoilaConfiguration.multi_kernel_manager_class=sampan.hub.live.LiveKernelManager",
         "--MappingKernelManager.cull_idle_timeout=600", f"--MappingKernelManager.cull_interval={CULL_SECONDS}",
+        "--MappingKernelManager.cull_busy=True",
+        # a cell that runs past CELL_SECONDS ends the page with a message for the viewer (Voilà's own names the
+        # server's options) instead of "Running ..." for ever
+        f"--VoilaExecutor.timeout={CELL_SECONDS}", f"--VoilaExecutor.cell_timeout_instruction={CELL_TIMEOUT_MESSAGE}",
     ]
 
 
@@ -416,7 +424,8 @@ def _live_kernel_manager():
         service has ``max_kernels`` (503), with a message saying what to do; a kernel no page connected to
         (a plain GET, a tab closed while it rendered) is stopped ``unconnected_timeout`` idle seconds after
         its page was sent, never while the page still renders (on a busy machine Voilà may pause between
-        cells longer than that).
+        cells longer than that). One still busy when its page was sent (a cell past ``CELL_SECONDS``, which
+        ended the page) is stopped ``unconnected_timeout`` seconds after, busy or not, unless a page connects.
         """
 
         per_viewer = Integer(PER_VIEWER, config=True, help="Live kernels per hub user.")
@@ -469,18 +478,20 @@ def _live_kernel_manager():
 
         def _unconnected_for(self, kernel_id) -> float:
             """Seconds since the kernel's page finished rendering and the kernel last spoke, with no page
-            connected; 0 while its page still renders (its cells run before the browser can connect)."""
+            connected; 0 while its page still renders (its cells run before the browser can connect). A kernel
+            busy after its page was sent runs a cell that outlived the page's timeout: its output goes nowhere,
+            so only the time since the page counts."""
             kernel, page = self._kernels.get(kernel_id), self._pages.get(kernel_id)
             if kernel is None or kernel_id in self._connected or (page is not None and page.finished is None):
                 return 0.0
+            since_page = time.monotonic() - page.finished if page is not None else None
             if getattr(kernel, "execution_state", "") == "busy":
-                return 0.0
+                return since_page or 0.0
             try:
                 idle = (datetime.now(timezone.utc) - kernel.last_activity).total_seconds()
             except TraitError:  # no activity recorded yet
                 return 0.0
-            since_page = time.monotonic() - page.finished if page is not None else idle
-            return min(idle, since_page)
+            return idle if since_page is None else min(idle, since_page)
 
         async def cull_kernel_if_idle(self, kernel_id):
             if self._unconnected_for(kernel_id) > self.unconnected_timeout:

@@ -28,6 +28,64 @@ def _model(strategy=None):
     return model
 
 
+class _MeanAbsError(sampan.metric.Metric):
+    """Paddle's spelling (name / compute / update / accumulate / reset): |x - label| from the logit 10 x."""
+
+    def __init__(self):
+        self.reset()
+
+    def name(self):
+        return "mae"
+
+    def compute(self, outputs, labels):
+        return (outputs[:, 1] / 10 - labels.float()).abs()
+
+    def update(self, errors):
+        self.total, self.count = self.total + float(errors.sum()), self.count + errors.numel()
+
+    def accumulate(self):
+        return self.total / max(self.count, 1)
+
+    def reset(self):
+        self.total, self.count = 0.0, 0
+
+
+class _Seen(sampan.metric.Metric):
+    """update / accumulate alone: how many samples it saw, and their x in the order it saw them."""
+
+    def __init__(self):
+        self.reset()
+
+    def names(self):
+        return ["count", "seen"]
+
+    def update(self, outputs, labels):
+        self.xs.extend((outputs[:, 1] / 10).tolist())
+
+    def accumulate(self):
+        return [len(self.xs), self.xs]
+
+    def reset(self):
+        self.xs = []
+
+
+def _custom_model(strategy=None):
+    net = _Sign()
+    model = sampan.Model(net)
+    model.prepare(torch.optim.SGD(net.parameters(), lr=0.0), torch.nn.CrossEntropyLoss(),
+                  [_MeanAbsError(), sampan.metric.Accuracy(), _Seen()], device="cpu", strategy=strategy)
+    return model
+
+
+def _custom_runs(model) -> dict:
+    """Paddle-style metrics of one's own, whose state no rank shares: 5 samples, 3 rows per rank (one padding)."""
+    x = torch.tensor([[1.0], [2.0], [3.0], [4.0], [-5.0]])
+    data = torch.utils.data.TensorDataset(x, torch.ones(5, dtype=torch.long))
+    return {"five": model.evaluate(data, batch_size=2, verbose=0),
+            "one": model.evaluate(torch.utils.data.TensorDataset(x[4:], torch.ones(1, dtype=torch.long)),
+                                  batch_size=2, verbose=0)}
+
+
 def _on_two_ranks():
     torch.set_num_threads(1)
     x = torch.tensor([[1.0], [1.0], [1.0], [1.0], [-1.0]])  # labels all 1: 4 of 5 right, the last costs loss 20
@@ -45,6 +103,11 @@ def _on_two_ranks():
     fsdp = _model("fsdp")  # FSDP gathers the parameters in every forward: the ranks must run the same batches
     out["fsdp"] = fsdp.evaluate(data, batch_size=2, verbose=0)
     out["fsdp_predict"] = fsdp.predict(ramp, batch_size=2, verbose=0)[0]
+    custom = _custom_model()
+    out["custom"] = _custom_runs(custom)
+    rank = sd.get_rank()  # shapes that differ across ranks: every rank's tensors come back whole, in rank order
+    out["gathered"] = custom._loop.strategy.gather_rows([torch.full((rank + 1, rank + 2), float(rank)),
+                                                        torch.tensor([True] * (rank + 1))])
     return out
 
 
@@ -64,6 +127,22 @@ def test_evaluate_counts_each_sample_once(ranks):
         assert result["evaluate"]["loss"] == pytest.approx(4.0, abs=1e-6)  # (4 * ~0 + 20) / 5
         assert result["fsdp"] == pytest.approx(result["evaluate"])
         assert result["one"] == pytest.approx({"loss": 20.0, "acc": 0.0, "recall": 0.0}, abs=1e-6)
+
+
+def test_a_metric_of_ones_own_sees_every_rank_s_rows_as_in_one_process(ranks):
+    alone = _custom_runs(_custom_model())
+    assert alone["five"].pop("seen") == [1.0, 2.0, 3.0, 4.0, -5.0]  # one process: the data's order
+    assert alone["five"] == pytest.approx({"loss": 20.0, "mae": 2.4, "acc": 0.8, "count": 5}, abs=1e-5)
+    assert alone["one"].pop("seen") == [-5.0]
+    for result in ranks:
+        assert result["custom"]["five"].pop("seen") == [1.0, 2.0, 3.0, 4.0, -5.0]  # the ranks' rows in turn
+        assert result["custom"]["five"] == pytest.approx(alone["five"], abs=1e-5)  # rank 0's share: mae 8 / 3
+        assert result["custom"]["one"].pop("seen") == [-5.0]  # rank 1's share is padding alone
+        assert result["custom"]["one"] == pytest.approx(alone["one"], abs=1e-5)
+    shapes = [[list(t.shape) for t in batch] for batch in ranks[0]["gathered"]]
+    assert shapes == [[[1, 2], [1]], [[2, 3], [2]]]
+    assert [batch[0].unique().tolist() for batch in ranks[1]["gathered"]] == [[0.0], [1.0]]
+    assert all(batch[1].dtype == torch.bool and batch[1].all() for batch in ranks[1]["gathered"])
 
 
 def test_fit_evaluates_each_sample_once(ranks):

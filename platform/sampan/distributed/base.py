@@ -69,5 +69,11 @@ class Strategy:
         """Every process's predictions (per batch, per output) in the data's order; in one process, its own."""
         return batches
 
+    def gather_rows(self, values: list[Any]) -> list[list[Any]]:
+        """Every process's rows of ``values`` (one evaluation batch's outputs and labels, the padding cut) as
+        batches, for the metrics that do not reduce their state across processes themselves. In one process,
+        ``[values]``: this batch as it is."""
+        return [list(values)]
+
     def barrier(self) -> None:
         pass

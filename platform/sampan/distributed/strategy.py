@@ -3,9 +3,10 @@
 Under torchrun (``WORLD_SIZE > 1``) ``Model.prepare`` picks :class:`DDPStrategy`
 by itself. Each hook is the torch idiom: ``DistributedDataParallel`` around the
 network, a ``DistributedSampler`` per loader with ``set_epoch``, ``no_sync`` on
-accumulation steps, ``all_reduce`` for the loss sums (the metrics reduce their
-counts themselves), and ``monitored_barrier`` around checkpoints, which names the
-ranks that did not arrive.
+accumulation steps, ``all_reduce`` for the loss sums (``sampan.metric``'s metrics reduce
+their counts themselves), ``all_gather`` of an evaluation's rows for the metrics that do
+not (:meth:`DDPStrategy.gather_rows`), and ``monitored_barrier`` around checkpoints, which
+names the ranks that did not arrive.
 
 Evaluation and prediction count each sample once, as Paddle's ``Model`` does. The sampler pads every
 rank's share to one length (so all ranks run the same batches and collectives) by repeating samples at the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import math
 import re
 from typing import Any
 
@@ -105,6 +107,28 @@ class DDPStrategy(Strategy):
         dist.all_gather_object(everyone, batches, group=self._barrier_group)
         return _interleave(everyone, len(sampler.dataset))
 
+    def gather_rows(self, values: list[Any]) -> list[list[Any]]:
+        """Every rank's rows of ``values`` (one evaluation batch's outputs and labels, the padding cut), on every
+        rank, as ``paddle.Model`` gathers them for its metrics. When the ranks' shapes agree beyond the first
+        dimension: one batch, the ranks' rows in turn (the data's order under a ``DistributedSampler``: rank r's
+        row k is sample ``r + k * world``); else each rank's batch in turn. Batches without rows are left out.
+        Shapes may differ across ranks (variable-length outputs): two ``all_gather`` calls, the shapes, then the
+        bytes padded to the longest; ``all_gather_object`` for values that are not tensors."""
+        if self.world_size == 1:
+            return [list(values)]
+        if not all(isinstance(v, torch.Tensor) for v in values):
+            everyone: list[Any] = [None] * self.world_size
+            dist.all_gather_object(everyone, list(values), group=self._barrier_group)
+            return [list(v) for v in everyone]
+        on_gpu = bool(values) and all(v.is_cuda for v in values) and "nccl" in str(dist.get_backend())
+        per_rank = _all_gather_tensors(values, None if on_gpu else self._barrier_group,
+                                       values[0].device if on_gpu else torch.device("cpu"))
+        if all(v.ndim for v in values) and all(len({p[i].shape[1:] for p in per_rank}) == 1
+                                               for i in range(len(values))):
+            merged = [_in_data_order([p[i] for p in per_rank]) for i in range(len(values))]
+            return [merged] if len(merged[0]) else []
+        return [p for p in per_rank if not p[0].ndim or len(p[0])]
+
     def no_sync(self, network: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager:
         if sync or not isinstance(network, DistributedDataParallel):
             return contextlib.nullcontext()
@@ -156,6 +180,54 @@ def _interleave(per_rank: list[list[list[torch.Tensor]]], limit: int) -> list[li
             merged.append(outputs)
             seen += len(outputs[0])
     return merged
+
+
+_MAX_DIMS = 16
+
+
+def _all_gather_tensors(tensors: list[torch.Tensor], group: Any, device: torch.device) -> list[list[torch.Tensor]]:
+    """``tensors`` of every rank, ``[rank][i]``, whatever their shapes (their dtypes agree): ``all_gather`` of the
+    shapes, then of the bytes padded to the longest rank's; sent through ``device``, returned on the tensors'."""
+    meta = torch.zeros(len(tensors), 1 + _MAX_DIMS, dtype=torch.int64)
+    for i, t in enumerate(tensors):
+        if t.ndim > _MAX_DIMS:
+            raise SampanError(f"Gathering a metric's inputs across ranks takes tensors of at most {_MAX_DIMS} "
+                              f"dimensions; this one has the shape {list(t.shape)}. HINT: reshape the outputs or "
+                              f"labels in the network to fewer dimensions.")
+        meta[i, 0] = t.ndim
+        meta[i, 1:1 + t.ndim] = torch.tensor(t.shape, dtype=torch.int64)
+    metas = [torch.empty_like(meta, device=device) for _ in range(dist.get_world_size())]
+    dist.all_gather(metas, meta.to(device), group=group)
+    shapes = [[tuple(row[1:1 + row[0]]) for row in m.tolist()] for m in metas]
+    sizes = [[math.prod(shape) * t.element_size() for shape, t in zip(rank, tensors)] for rank in shapes]
+    longest = max(sum(rank) for rank in sizes)
+    mine = torch.zeros(longest, dtype=torch.uint8, device=device)
+    flat = [t.detach().contiguous().reshape(-1).view(torch.uint8).to(device) for t in tensors]
+    if flat:
+        joined = torch.cat(flat)
+        mine[:len(joined)] = joined
+    received = [torch.empty_like(mine) for _ in shapes]
+    dist.all_gather(received, mine, group=group)
+    per_rank = []
+    for data, rank_shapes, rank_sizes in zip(received, shapes, sizes):
+        parts = data.split([*rank_sizes, longest - sum(rank_sizes)])
+        per_rank.append([part.clone().view(t.dtype).reshape(shape).to(t.device)  # clone: aligned for view
+                         for part, shape, t in zip(parts, rank_shapes, tensors)])
+    return per_rank
+
+
+def _in_data_order(parts: list[torch.Tensor]) -> torch.Tensor:
+    """The ranks' rows taken in turn (rank r's row k is sample ``r + k * world``); the later ranks may hold one row
+    fewer (the padding cut).
+
+    Example:
+        >>> _in_data_order([torch.tensor([0, 2, 4]), torch.tensor([1, 3])]).tolist()
+        [0, 1, 2, 3, 4]
+    """
+    counts = [len(p) for p in parts]
+    starts = [sum(counts[:r]) for r in range(len(parts))]
+    order = [start + k for k in range(max(counts)) for start, n in zip(starts, counts) if k < n]
+    return torch.cat(parts)[torch.tensor(order, dtype=torch.long, device=parts[0].device)]
 
 
 def monitored_barrier(timeout: float | None = None, group: Any = None) -> None:

@@ -284,9 +284,10 @@ def eval_step(state: LoopState, inputs: list, labels: list, step: int, keep: int
 def evaluate_loop(state: LoopState, loader, cbks: "CallbackList", metrics: MetricSet, *, max_steps: int) -> dict:
     """The loss and metrics over ``loader``. Under a distributed strategy every rank runs the same batches (its
     share, padded to one length), and the padding is cut before the loss and the metrics: over all ranks, each
-    sample counts once."""
+    sample counts once; a metric that does not sync across ranks itself is fed every rank's rows
+    (``MetricSet.reset``), as ``paddle.Model`` gathers them."""
     state.eval_net.eval()
-    metrics.reset()
+    metrics.reset(state.strategy)
     total = torch.zeros(2, dtype=torch.float64)
     remaining = state.strategy.real_rows(loader)  # this rank's samples; the rows after them are padding
     cbks.call("on_eval_begin", {})

@@ -5,6 +5,10 @@ torchmetrics' per-call overhead dominates small batches; feeding it every
 holds at most :data:`MAX_BUFFERED` batches (an evaluation set never sits whole in
 device memory) and is fed early when a batch's shape differs from the buffered ones
 (variable-length sequences, ``[N, T, C]``).
+
+Under more than one process an evaluation gathers every rank's rows, batch by batch, for the metrics
+that do not reduce their state across ranks themselves (a metric of your own), as ``paddle.Model``
+does; ``sampan.metric``'s metrics (``Metric.syncs_across_ranks``) take their rank's rows alone.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import Any, Sequence
 
 import torch
 
+from sampan.distributed.base import Strategy
 from sampan.errors import bad_argument
 from sampan.metric.base import Metric
 
@@ -30,19 +35,55 @@ def as_metrics(metrics: Any) -> list[Metric]:
     return list(items)
 
 
+class _Chunks:
+    """Batches buffered for some metrics, fed to them together: at :data:`MAX_BUFFERED` batches, when a batch's
+    shape differs from the buffered ones (``torch.cat`` needs equal shapes beyond the batch dimension), or when
+    read."""
+
+    def __init__(self, metrics: Sequence[Metric] = ()):
+        self.metrics = list(metrics)
+        self.outputs: list[torch.Tensor] = []
+        self.labels: list[torch.Tensor] = []
+        self.fed = False  # rows went to the metrics in this run
+
+    def add(self, out: torch.Tensor, lab: torch.Tensor) -> None:
+        if not self.metrics:
+            return
+        if self.outputs and (out.shape[1:] != self.outputs[-1].shape[1:]
+                             or lab.shape[1:] != self.labels[-1].shape[1:]):
+            self.flush()
+        self.outputs.append(out.detach())
+        self.labels.append(lab.detach())
+        if len(self.outputs) >= MAX_BUFFERED:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.outputs:
+            out, lab = torch.cat(self.outputs), torch.cat(self.labels)
+            self.outputs.clear()
+            self.labels.clear()
+            self.fed = True
+            for m in self.metrics:
+                m.feed(out, lab)
+
+
 class MetricSet:
     """The metrics of one run (an epoch, an evaluation), fed in chunks.
 
     A batch without rows (the padding that ends a rank's share of a distributed evaluation, cut) is not fed,
     unless the run had no other: then the metrics receive it empty when read, so that a rank whose share was
     padding alone takes part in the reduction of the counts across ranks (``Accuracy``, torchmetrics).
+
+    An evaluation under more than one process (:meth:`reset` given the strategy) gathers each batch's rows from
+    every rank for the metrics whose ``syncs_across_ranks`` is False, so they see the whole data on every rank;
+    every rank adds the same batches, so the ranks meet in the same ``all_gather`` calls.
     """
 
     def __init__(self, metrics: Sequence[Metric]):
         self.metrics = list(metrics)
-        self._outputs: list[torch.Tensor] = []
-        self._labels: list[torch.Tensor] = []
-        self._fed = False  # rows went to the metrics in this run
+        self._own = _Chunks(self.metrics)  # fed this process's rows
+        self._everyone = _Chunks()  # fed every rank's rows
+        self._strategy: Strategy | None = None
         self._empty: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def __bool__(self) -> bool:
@@ -51,41 +92,36 @@ class MetricSet:
     def names(self) -> list[str]:
         return [n for m in self.metrics for n in m.names()]
 
-    def reset(self) -> None:
-        self._outputs.clear()
-        self._labels.clear()
-        self._fed, self._empty = False, None
+    def reset(self, strategy: Strategy | None = None) -> None:
+        """Starts a run. ``strategy``: an evaluation's; under more than one process its ``gather_rows`` brings
+        every rank's rows to the metrics that do not sync across ranks themselves (as ``paddle.Model`` gathers
+        them, and as those metrics sum every rank's counts, whatever the loader). None (training): each rank
+        feeds its own rows."""
+        gather = strategy is not None and strategy.world_size > 1
+        self._own = _Chunks([m for m in self.metrics if not gather or m.syncs_across_ranks])
+        self._everyone = _Chunks([m for m in self.metrics if gather and not m.syncs_across_ranks])
+        self._strategy = strategy if self._everyone.metrics else None
+        self._empty = None
         for m in self.metrics:
             m.reset()
 
     def add(self, outputs: Any, labels: Sequence[Any]) -> None:
         if self.metrics and labels:
             out, lab = outputs[0] if isinstance(outputs, (tuple, list)) else outputs, labels[0]
+            if self._strategy is not None:  # every rank gets here once per batch, rows or not
+                for everyones in self._strategy.gather_rows([out, lab]):
+                    self._everyone.add(*everyones)
             if isinstance(lab, torch.Tensor) and lab.ndim and not len(lab):
                 self._empty = (out.detach(), lab.detach())
                 return
-            if self._outputs and (out.shape[1:] != self._outputs[-1].shape[1:]
-                                  or lab.shape[1:] != self._labels[-1].shape[1:]):
-                self._flush()  # torch.cat needs equal shapes beyond the batch dimension
-            self._outputs.append(out.detach())
-            self._labels.append(lab.detach())
-            if len(self._outputs) >= MAX_BUFFERED:
-                self._flush()
-
-    def _flush(self) -> None:
-        if self._outputs:
-            out, lab = torch.cat(self._outputs), torch.cat(self._labels)
-            self._outputs.clear()
-            self._labels.clear()
-            self._fed = True
-            for m in self.metrics:
-                m.feed(out, lab)
+            self._own.add(out, lab)
 
     def results(self, scalars_only: bool = True) -> dict[str, Any]:
-        self._flush()
-        if not self._fed and self._empty is not None:
-            self._fed = True
-            for m in self.metrics:
+        self._own.flush()
+        self._everyone.flush()
+        if not self._own.fed and self._empty is not None:
+            self._own.fed = True
+            for m in self._own.metrics:
                 m.feed(*self._empty)
         values: dict[str, Any] = {}
         for m in self.metrics:

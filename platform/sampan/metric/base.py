@@ -17,6 +17,14 @@ class Metric:
     list), a single number from ``accumulate()``, and a ``compute(outputs, labels)`` whose results
     ``update`` receives, as ``paddle.Model`` calls them.
 
+    Under more than one process (``sampan launch``, ``strategy="ddp"``), ``Model.evaluate`` and the
+    evaluation in ``fit`` gather every rank's outputs and labels (the padding of the ranks' shares
+    cut) before ``compute`` / ``update``, as ``paddle.Model`` does: a metric of your own sees the
+    whole data on every rank, and every rank reports the same value. Training steps feed each rank
+    its own batches, as in Paddle. ``sampan.metric``'s metrics set :attr:`syncs_across_ranks`: they
+    reduce their counts across ranks when read, so they take their rank's rows alone; set it on a
+    metric of your own that reduces its state itself (on torchmetrics, say) to skip the gathering.
+
     Example:
         >>> class MeanAbsError(Metric):  # Paddle's spelling
         ...     def __init__(self):
@@ -36,6 +44,10 @@ class Metric:
         >>> m.results()
         {'mae': 0.25}
     """
+
+    syncs_across_ranks: bool = False
+    """True when the metric reduces its state across processes itself: the loop feeds it its rank's rows
+    alone. False: an evaluation under more than one process gathers every rank's rows for it first."""
 
     def names(self) -> list[str]:
         if type(self).name is not Metric.name:  # Paddle's metrics name themselves with name()

@@ -137,6 +137,8 @@ def _check_columns(outputs: torch.Tensor, num_classes: int | None, owner: str) -
 class _TorchMetric(_BinaryScores, Metric):
     """Builds one torchmetrics object per reported value on the first ``update``."""
 
+    syncs_across_ranks = True  # torchmetrics' compute() reduces every rank's state
+
     def __init__(self, name: str | None, num_classes: int | None, from_logits: bool | None = None):
         _check_num_classes(num_classes)
         _check_from_logits(from_logits)
@@ -212,6 +214,8 @@ class Accuracy(_BinaryScores, Metric):
         >>> m.results()
         {'acc_top1': 0.5, 'acc_top2': 1.0}
     """
+
+    syncs_across_ranks = True  # accumulate() sums every rank's counts
 
     def __init__(self, topk: int | Sequence[int] = (1,), name: str | None = None, num_classes: int | None = None,
                  from_logits: bool | None = None):

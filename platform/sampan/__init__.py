@@ -8,6 +8,7 @@ Example:
     >>> net = torch.nn.Linear(4, 2)
     >>> model = sampan.Model(net)
     >>> model.prepare(torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss())
+    Model(Linear, prepared=True, epoch=0)
 
 Subpackages (``sampan.data``, ``sampan.jit``, ...) are imported on first use so
 that ``import sampan`` costs little more than ``import torch``.

@@ -69,7 +69,8 @@ class DatasetBrowser(Drawn):
         per_page: samples per page; columns: grid columns.
 
     Example:
-        >>> browser = DatasetBrowser(sampan.data.load_dataset("digits"), per_page=24)  # doctest: +SKIP
+        >>> import sampan
+        >>> browser = DatasetBrowser(sampan.data.load_dataset("digits"), per_page=24)
     """
 
     def __init__(self, dataset: Any, *, classes: Sequence[str] | None = None, per_page: int = 24,

@@ -28,8 +28,10 @@ def install_lab_settings(prefix: str | os.PathLike = sys.prefix) -> Path:
     user's own ``overrides.json``, left alone); ``sampan lab`` calls it before starting JupyterLab.
 
     Example:
-        >>> install_lab_settings(tmp_prefix).name  # doctest: +SKIP
-        'sampan.json'
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as prefix:
+        ...     print(install_lab_settings(prefix).relative_to(prefix))
+        share/jupyter/lab/settings/overrides.d/sampan.json
     """
     import json
 
@@ -64,7 +66,7 @@ def lang_settings_dir(lang: str) -> Path:
     ``<data home>/lab/<lang>/user-settings``, seeded with the UI locale (the learner's later changes stay).
 
     Example:
-        >>> lang_settings_dir("zh").parts[-3:]  # doctest: +SKIP
+        >>> lang_settings_dir("zh").parts[-3:]
         ('lab', 'zh', 'user-settings')
     """
     from sampan.utils.io import data_home

@@ -61,6 +61,7 @@ def extract_tar(archive: str | os.PathLike, dest: str | os.PathLike) -> Path:
     so an interrupted extraction leaves no half-written file.
 
     Example:
+        >>> from sampan.utils.io import data_home
         >>> extract_tar(data_home() / "cifar-10-python.tar.gz", data_home())  # doctest: +SKIP
     """
     check_tar(archive)

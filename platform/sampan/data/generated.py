@@ -2,8 +2,8 @@
 
 Example:
     >>> from sampan.data import load_dataset
-    >>> train = load_dataset("shapes", "train")  # doctest: +SKIP
-    >>> train[0][0].shape  # doctest: +SKIP
+    >>> train = load_dataset("shapes", "train")
+    >>> train[0][0].shape
     torch.Size([3, 32, 32])
 """
 from __future__ import annotations

@@ -9,9 +9,15 @@ fastest of those that agree with each other on this device; the file itself when
 run by Winograd (:mod:`sampan.inference.winograd`); ``Predictor.report()`` says what each candidate computes in.
 
 Example:
-    >>> config = sampan.inference.Config("out/lenet")                    # doctest: +SKIP
-    >>> predictor = sampan.inference.create_predictor(config)            # doctest: +SKIP
-    >>> [logits] = predictor.run([np.zeros((4, 1, 28, 28), "float32")])  # doctest: +SKIP
+    >>> import numpy as np, sampan
+    >>> net = sampan.vision.models.LeNet()
+    >>> sampan.jit.save(net, "out/lenet", input_spec=[sampan.InputSpec([None, 1, 28, 28], name="image")])
+    PosixPath('out/lenet.pt2')
+    >>> config = sampan.inference.Config("out/lenet")
+    >>> predictor = sampan.inference.create_predictor(config)
+    >>> [logits] = predictor.run([np.zeros((4, 1, 28, 28), "float32")])
+    >>> logits.shape
+    (4, 10)
 """
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ class Config:
             (``out/lenet.pdiparams`` beside ``out/lenet.pt2``); another path is refused.
 
     Example:
+        >>> import sampan
         >>> config = sampan.inference.Config("out/lenet")   # doctest: +SKIP
         >>> config.disable_gpu(); config.set_cpu_math_library_num_threads(2); config.set_backend("auto")  # doctest: +SKIP
         >>> predictor = sampan.inference.create_predictor(config)  # doctest: +SKIP
@@ -121,6 +122,7 @@ class Config:
                 output (default 2e-2; see :mod:`sampan.inference.bf16` for why), a float in (0, 1).
 
         Example:
+            >>> import sampan
             >>> config = sampan.inference.Config("out/resnet18")  # doctest: +SKIP
             >>> config.enable_mkldnn_bfloat16()                     # doctest: +SKIP
         """
@@ -157,6 +159,8 @@ class Config:
         3 x 3 convolutions that F(4x4) takes carry at least 0.2 GFLOP at batch 1 (:meth:`winograd_auto`).
 
         Example:
+            >>> from sampan.inference import Config, create_predictor
+            >>> config = Config("out/resnet18")                 # doctest: +SKIP
             >>> config.enable_winograd()                        # doctest: +SKIP
             >>> print(create_predictor(config).report())        # doctest: +SKIP
         """

@@ -458,6 +458,7 @@ def create_predictor(config: Config) -> Predictor:
     """Builds a :class:`Predictor` (``paddle.inference.create_predictor``).
 
     Example:
+        >>> import numpy as np, sampan
         >>> predictor = sampan.inference.create_predictor(sampan.inference.Config("out/lenet"))  # doctest: +SKIP
         >>> [logits] = predictor.run([np.zeros((4, 1, 28, 28), "float32")])                     # doctest: +SKIP
     """

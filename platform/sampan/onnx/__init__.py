@@ -1,6 +1,8 @@
 """``sampan.onnx``: export to ONNX and check the file in ONNX Runtime (``paddle.onnx.export``).
 
 Example:
+    >>> import sampan
+    >>> net = sampan.vision.models.LeNet()
     >>> sampan.onnx.export(net, "out/lenet", input_spec=[sampan.InputSpec([None, 1, 28, 28], name="image")])  # doctest: +SKIP
     PosixPath('out/lenet.onnx')
 """

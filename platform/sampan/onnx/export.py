@@ -58,7 +58,10 @@ def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[Input
             2 and 8 along other dynamic dims); the check runs at the examples' sizes, one more along the batch.
 
     Example:
+        >>> import sampan
+        >>> net = sampan.vision.models.LeNet()
         >>> sampan.onnx.export(net, "out/lenet", input_spec=[sampan.InputSpec([None, 1, 28, 28], name="image")])  # doctest: +SKIP
+        PosixPath('out/lenet.onnx')
     """
     specs = specs_or_static(input_spec, layer, what="sampan.onnx.export")
     require("onnxscript")

@@ -31,8 +31,8 @@ The older one-line checks, :meth:`Exercises.check` and
 :meth:`Exercises.check_function`, remain for quick checks inside a lesson.
 
 Example:
-    >>> ex = Exercises("tensors_and_autograd")  # doctest: +SKIP
-    >>> ex.grad_of_cube.check(None)  # doctest: +SKIP
+    >>> ex = Exercises("tensors_and_autograd")
+    >>> ex.grad_of_cube.check(None)
     ○ grad_of_cube: not attempted yet: replace the placeholder in the # YOUR ANSWER cell
     [sampan.record] exercise_grad_of_cube = false
     False
@@ -353,8 +353,8 @@ class Exercises:
             (found through ``notebooks/path.yaml``). A lesson without one still has :meth:`check`.
 
     Example:
-        >>> ex = Exercises("tensors_and_autograd")  # doctest: +SKIP
-        >>> ex.normalize.hint()  # doctest: +SKIP
+        >>> ex = Exercises("tensors_and_autograd")
+        >>> ex.normalize.hint()
         💡 HINT 1/2 for normalize: ...
     """
 

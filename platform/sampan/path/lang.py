@@ -192,7 +192,9 @@ def build_course(lang: str, dest: str | Path, source: str | Path | None = None) 
     ``lang``; a built notebook newer than its source is kept (a learner's edits survive). Returns ``dest``.
 
     Example:
+        >>> from sampan.utils.io import data_home
         >>> build_course("zh", data_home() / "courses" / "zh")  # doctest: +SKIP
+        PosixPath('.../courses/zh')
     """
     lang = normalize_language(lang)
     source = Path(source) if source is not None else _course_root()
@@ -226,6 +228,7 @@ def build_file(source: str | Path, target: str | Path, lang: str, nav: str | Non
 
     Example:
         >>> build_file("notebooks/dashboards/digit_playground.ipynb", "zh/digit_playground.ipynb", "zh")  # doctest: +SKIP
+        PosixPath('zh/digit_playground.ipynb')
     """
     from sampan.utils.io import atomic_write_text
 
@@ -292,7 +295,8 @@ def lesson_title(lesson, lang: str) -> str:
     no Chinese title in ``path.yaml``) shows its English title followed by :data:`UNTRANSLATED_MARK`.
 
     Example:
-        >>> lesson_title(load_path().lesson("environment_check"), "zh")  # doctest: +SKIP
+        >>> from sampan.path import load_path
+        >>> lesson_title(load_path().lesson("environment_check"), "zh")
         '环境检查'
     """
     if lang == DEFAULT_LANGUAGE:

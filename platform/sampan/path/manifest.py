@@ -9,9 +9,9 @@ file, the place in it (``stages[0].lessons[1].metrics.test_acc``), the value
 and the fix.
 
 Example:
-    >>> path = load_path()  # doctest: +SKIP
-    >>> [lesson.id for lesson in path.lessons]  # doctest: +SKIP
-    ['first_model', ...]
+    >>> path = load_path()
+    >>> [lesson.id for lesson in path.lessons]
+    ['environment_check', 'tensors_and_autograd', 'first_model', ...]
 """
 from __future__ import annotations
 

@@ -105,8 +105,9 @@ class Profiler:
         ...     for _ in range(4):
         ...         _ = torch.randn(64, 64) @ torch.randn(64, 64)
         ...         prof.step()
-        >>> prof.summary(print_table=False)[0]["name"]  # doctest: +SKIP
-        'aten::mm'
+        >>> rows = prof.summary(print_table=False, prefix="aten::mm")
+        >>> rows[0]["name"], rows[0]["count"]  # steps 1 and 2 were recorded
+        ('aten::mm', 2)
     """
 
     def __init__(self, *, targets: str | Sequence[str] | None = None, scheduler: Any = None,

@@ -65,7 +65,8 @@ def profile_steps(fn: Callable[[], Any], *, steps: int = 10, warmup: int = 2, re
     """Profiles a code block: calls ``fn()`` ``warmup + steps`` times, one profiler step each.
 
     Example:
-        >>> report = profile_steps(lambda: torch.randn(128, 128) @ torch.randn(128, 128), steps=3)  # doctest: +SKIP
+        >>> import torch
+        >>> report = profile_steps(lambda: torch.randn(128, 128) @ torch.randn(128, 128), steps=3)
     """
     _check_steps(steps, warmup)
     prof = Profiler(scheduler=(warmup, warmup + steps), record_shapes=record_shapes, profile_memory=profile_memory)

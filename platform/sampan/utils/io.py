@@ -34,8 +34,8 @@ def atomic_path(path: str | os.PathLike, *, keep_suffix: bool = False, private: 
     widened only before the rename, so a secret is never readable by another account, even for a moment.
 
     Example:
-        >>> with atomic_path("out.bin") as tmp:  # doctest: +SKIP
-        ...     tmp.write_bytes(b"data")
+        >>> with atomic_path("out.bin") as tmp:
+        ...     _ = tmp.write_bytes(b"data")
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,8 +61,8 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
     machine (``fcntl.flock``; on a system without it, no lock: the writes stay atomic).
 
     Example:
-        >>> with file_lock("progress.lock"):  # doctest: +SKIP
-        ...     atomic_write_json("progress.json", {"done": True})
+        >>> with file_lock("progress.lock"):
+        ...     _ = atomic_write_json("progress.json", {"done": True})
     """
     with open(path, "a+b") as handle:
         try:
@@ -148,8 +148,8 @@ def writing_data_home(action: str) -> Iterator[Path]:
     """Yields :func:`usable_data_home`; an ``OSError`` while writing below it names ``SAMPAN_DATA``.
 
     Example:
-        >>> with writing_data_home("record your progress") as home:  # doctest: +SKIP
-        ...     atomic_write_text(home / "progress.json", "{}")
+        >>> with writing_data_home("record your progress") as home:
+        ...     _ = atomic_write_text(home / "progress.json", "{}")
     """
     from sampan.errors import DataDirectoryError, SampanError
 

@@ -232,7 +232,7 @@ def save_to_zoo(net: nn.Module, name: str) -> Path:
     Accepts an ``nn.Module`` or a ``sampan.Model`` (its ``network`` is saved).
 
     Example:
-        >>> path = save_to_zoo(LeNet(), "lenet-digits")  # doctest: +SKIP
+        >>> path = save_to_zoo(LeNet(), "lenet-digits")
     """
     module = net if isinstance(net, nn.Module) else getattr(net, "network", None)
     if not isinstance(module, nn.Module):

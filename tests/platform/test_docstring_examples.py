@@ -21,11 +21,7 @@ _FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 # Examples known to fail, in files being changed elsewhere: each fails here until mended, and passes then (strict),
 # so that whoever mends it removes it from this list.
-_KNOWN_FAILING = {
-    "sampan.hapi.model": "Model: model.prepare(...) returns the model; the example shows no output",
-    "sampan.jit.save_load": "save: `sampan` and `net` are not defined in the example",
-    "sampan.quantization.export": "export_onnx: `sampan` is not defined in the example",
-}
+_KNOWN_FAILING: dict[str, str] = {}
 
 
 def _modules_with_examples() -> list[str]:

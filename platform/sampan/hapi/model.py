@@ -56,6 +56,7 @@ class Model:
         >>> model = sampan.Model(net, inputs=sampan.InputSpec([None, 1, 8, 8], "float32", "image"))
         >>> model.prepare(torch.optim.Adam(net.parameters(), 1e-3), torch.nn.CrossEntropyLoss(),
         ...               sampan.metric.Accuracy())
+        Model(Sequential, prepared=True, epoch=0)
     """
 
     # What the loop reads lives in one loop.LoopState (self._loop), built by prepare; these are views of it.
@@ -351,9 +352,10 @@ class Model:
         A confusion-matrix metric appears as a nested list. ``eval_data`` must hold labels
         (``(inputs..., labels...)`` items) when a loss or metrics are prepared: data without labels
         raises ``ValueError`` instead of returning a meaningless score; use :meth:`predict` for it.
-        Under a launcher each rank evaluates its share and every sample counts once: the loss and
-        ``sampan.metric``'s metrics are reduced across ranks (a metric of your own sees its rank's share
-        only, unless its ``accumulate`` reduces its counts as ``sampan.metric.Accuracy`` does).
+        Under a launcher each rank evaluates its share and every sample counts once, and every rank
+        reports the same values: the loss and ``sampan.metric``'s metrics are reduced across ranks
+        (they reduce their own counts), and a metric of your own is fed every rank's outputs and labels,
+        gathered batch by batch as ``paddle.Model`` does.
 
         Example:
             >>> model.evaluate(val_set, batch_size=64)  # doctest: +SKIP

@@ -5,8 +5,11 @@
 with their input specs.
 
 Example:
+    >>> import torch, sampan
+    >>> net = sampan.vision.models.LeNet()
     >>> net = sampan.jit.to_static(net, input_spec=[sampan.InputSpec([None, 1, 28, 28], name="image")])  # doctest: +SKIP
     >>> sampan.jit.save(net, "out/lenet", input_spec=net.forward.input_spec)                           # doctest: +SKIP
+    PosixPath('out/lenet.pt2')
     >>> sampan.jit.load("out/lenet")(torch.randn(3, 1, 28, 28)).shape                                  # doctest: +SKIP
     torch.Size([3, 10])
 """

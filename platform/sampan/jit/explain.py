@@ -153,9 +153,11 @@ def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> Exp
         *example_inputs: inputs to run it on.
 
     Example:
+        >>> import sampan
+        >>> net = sampan.vision.models.LeNet()
         >>> report = sampan.jit.explain(net, torch.randn(2, 1, 28, 28))  # doctest: +SKIP
         >>> print(report)                                                 # doctest: +SKIP
-        1 graph(s), 0 graph break(s), 9 op(s) captured. The whole forward is one static graph.
+        1 graph(s), 0 graph break(s), 10 op(s) captured. The whole forward is one static graph.
     """
     from sampan.jit.save_load import eager_forward
     from sampan.jit.to_static import StaticFunction, static_forward

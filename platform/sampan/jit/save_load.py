@@ -132,6 +132,8 @@ def save(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSp
         The path of the written artifact.
 
     Example:
+        >>> import sampan
+        >>> net = sampan.vision.models.LeNet()
         >>> sampan.jit.save(net, "out/lenet", input_spec=[sampan.InputSpec([None, 1, 28, 28], name="image")])
         PosixPath('out/lenet.pt2')
     """
@@ -258,6 +260,7 @@ def load(path: str | os.PathLike, *, format: Literal["pt2", "aoti"] | None = Non
             else ``"aoti"``.
 
     Example:
+        >>> import sampan
         >>> net = sampan.jit.load("out/lenet")        # doctest: +SKIP
         >>> net(torch.randn(7, 1, 28, 28)).shape      # doctest: +SKIP
         torch.Size([7, 10])

@@ -818,8 +818,10 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             maps; at batch 1 all) by three bf16 products on AMX (:mod:`sampan.jit.amx`, float32 results to about 5e-6).
 
     Example:
+        >>> import sampan
+        >>> from sampan.vision.models import LeNet
         >>> net = sampan.jit.to_static(LeNet(), input_spec=[sampan.InputSpec([None, 1, 28, 28])])  # doctest: +SKIP
-        >>> net.eval(); logits = net(torch.randn(5, 1, 28, 28))                                       # doctest: +SKIP
+        >>> _ = net.eval(); logits = net(torch.randn(5, 1, 28, 28))                                   # doctest: +SKIP
     """
     if not isinstance(backend, str) and not callable(backend):
         raise TypeError(bad_argument("backend", backend, "a torch.compile backend name such as 'inductor'"))

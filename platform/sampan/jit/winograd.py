@@ -167,7 +167,7 @@ def conv3x3_f4(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
 
     Raises RuntimeError saying why when the kernel cannot run here (:func:`f4_unavailable`). Example:
         >>> x, w = torch.randn(1, 16, 12, 12), torch.randn(32, 16, 3, 3)
-        >>> torch.allclose(conv3x3_f4(x, w, None, 1), F.conv2d(x, w, padding=1), atol=1e-3)  # doctest: +SKIP
+        >>> torch.allclose(conv3x3_f4(x, w, None, 1), F.conv2d(x, w, padding=1), atol=1e-3)
         True
     """
     reason = f4_unavailable()

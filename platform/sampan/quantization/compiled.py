@@ -387,6 +387,8 @@ def compile_int8(model: nn.Module, *, max_autotune: bool = True, backend: str = 
         TypeError: ``model`` is not a quantized model.
 
     Example:
+        >>> from sampan.quantization import quantize_dynamic
+        >>> mlp = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
         >>> fast = compile_int8(quantize_dynamic(mlp))          # doctest: +SKIP
         >>> logits = fast(torch.randn(32, 64))                   # int8 GEMMs  # doctest: +SKIP
     """

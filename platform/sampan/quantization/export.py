@@ -284,10 +284,20 @@ def export_onnx(model: nn.Module, path: str | os.PathLike, input_spec: Sequence[
         sampan.jit.ExportMismatchError: the requested layout (or every layout) disagrees with torch.
 
     Example:
+        >>> import numpy as np, torch, sampan
+        >>> from sampan.quantization import quantize_dynamic
+        >>> net = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
         >>> spec = [sampan.InputSpec([None, 64], name="x")]
-        >>> export_onnx(quantize_dynamic(net), "out/mlp_int8", spec)  # doctest: +SKIP
-        >>> print(layout_report("out/mlp_int8"))  # doctest: +SKIP
-        >>> sampan.inference.create_predictor(sampan.inference.Config("out/mlp_int8")).run([x])  # doctest: +SKIP
+        >>> export_onnx(quantize_dynamic(net), "out/mlp_int8", spec)
+        PosixPath('out/mlp_int8.onnx')
+        >>> print(layout_report("out/mlp_int8"))
+        int8 ONNX layouts of mlp_int8 (ONNX Runtime, one thread, timed interleaved):
+          fp32 graph       b1 ... ms   b32 ... ms
+        ...
+        >>> x = np.random.rand(4, 64).astype("float32")
+        >>> (logits,) = sampan.inference.create_predictor(sampan.inference.Config("out/mlp_int8")).run([x])
+        >>> logits.shape
+        (4, 10)
     """
     from sampan.jit import _artifacts as art
     from sampan.jit._specs import require_specs
@@ -368,6 +378,7 @@ class OnnxModel:
 
     Example:
         >>> fast = OnnxModel("out/mlp_int8.onnx"); fast(torch.randn(1, 64)).shape  # doctest: +SKIP
+        torch.Size([1, 10])
     """
 
     def __init__(self, path: str | os.PathLike, *, threads: int | None = None):

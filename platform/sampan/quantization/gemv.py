@@ -56,9 +56,11 @@ def linear_w8(x: torch.Tensor, weight_int8: torch.Tensor, scale: torch.Tensor, b
             argument and the shape it needs).
 
     Example:
+        >>> _ = torch.manual_seed(0)
         >>> w = torch.randint(-127, 128, (32, 64), dtype=torch.int8)
         >>> s, x = torch.rand(32) / 100, torch.randn(1, 64)
-        >>> torch.allclose(linear_w8(x, w, s), x @ (w.float() * s[:, None]).T, atol=1e-5)  # doctest: +SKIP
+        >>> y, ref = linear_w8(x, w, s), x @ (w.float() * s[:, None]).T  # doctest: +SKIP
+        >>> bool((y - ref).abs().max() <= 2e-4 * ref.abs().max())  # doctest: +SKIP
         True
     """
     reason = gemv_unavailable()

@@ -105,9 +105,11 @@ class QAT(PTQ):
     ``model.train()`` / ``model.eval()`` switch its BatchNorm and Dropout as usual.
 
     Example:
+        >>> import sampan
         >>> qat = QAT(QuantConfig())
         >>> prepared = qat.quantize(net, example_inputs=torch.randn(2, 1, 28, 28))  # doctest: +SKIP
-        >>> model = sampan.Model(prepared); model.prepare(opt, loss); model.fit(train)  # doctest: +SKIP
+        >>> model = sampan.Model(prepared).prepare(opt, loss)                        # doctest: +SKIP
+        >>> history = model.fit(train)                                               # doctest: +SKIP
         >>> int8_net = qat.convert(prepared)                                           # doctest: +SKIP
     """
 

@@ -324,8 +324,10 @@ class Int8Compiled(nn.Module):
         """Compiles afresh for ``example_inputs`` and lists the int8 kernels in inductor's generated code.
 
         Resets ``torch.compile``'s caches (as ``sampan.jit.explain`` does). Example:
+            >>> from sampan.quantization import quantize_dynamic
+            >>> int8_net = quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU()))
             >>> compile_int8(int8_net).int8_kernels(torch.randn(4, 64))  # doctest: +SKIP
-            ['_int_mm']
+            ['int8 micro-GEMM']
         """
         if self._compiled is None:  # eager int8 kernels: the profiler sees them
             from torch.profiler import ProfilerActivity, profile

@@ -28,7 +28,9 @@ class PTQ:
         config: a :class:`QuantConfig` (skip list, calibration batches).
 
     Example:
-        >>> ptq = PTQ(QuantConfig(skip=["fc3"]))
+        >>> from sampan.vision.models import LeNet
+        >>> net = LeNet()
+        >>> ptq = PTQ(QuantConfig(skip=["fc.2"]))  # LeNet's output layer stays float
         >>> observed = ptq.quantize(net, example_inputs=torch.randn(2, 1, 28, 28))  # doctest: +SKIP
         >>> ptq.calibrate(observed, loader)                                       # doctest: +SKIP
         >>> int8_net = ptq.convert(observed)                                      # doctest: +SKIP

@@ -375,6 +375,24 @@ def voila(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
+def test_a_cell_that_never_ends_ends_its_page_with_a_message_and_its_kernel_is_stopped(voila):
+    """A publisher's cell that loops for ever (and ignores the interrupt) would keep the viewer on "Running ..."
+    and hold a kernel, busy, for ever: a few views would fill the class's live kernels. The page ends after the
+    cell's time (here 4 s) with a message for the viewer; the kernel, busy, is stopped once no page connected to it
+    (here 20 s after the page)."""
+    assert voila.kernels() == 0, "the first test of the live Voilà (the cap test counts on its kernel's end)"
+    opened = requests.get(voila.url + "voila/render/alice/runaway.ipynb", params={"token": voila.token}, timeout=120)
+    assert opened.status_code == 200, opened.text[-2000:]
+    assert "the most a cell of a live dashboard may run" in opened.text, opened.text[-3000:]  # the cell's output
+    assert voila.kernels() == 1  # still running the cell
+    deadline = time.time() + 90
+    while voila.kernels() and time.time() < deadline:
+        time.sleep(1)
+    assert voila.kernels() == 0, voila.log.read_text()[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
 def test_live_kernels_are_capped_per_viewer_and_in_all_and_unconnected_ones_stopped(voila):
     """A loop of plain GETs cannot fill the memory: the 3rd page of one viewer gets 429, the 4th kernel in all
     503, each saying what to do; kernels that no page connected to are stopped (here after 20 idle s)."""
@@ -400,24 +418,6 @@ def test_live_kernels_are_capped_per_viewer_and_in_all_and_unconnected_ones_stop
         time.sleep(1)
     assert voila.kernels() == 0, voila.log.read_text()[-3000:]
     assert first.get(page, timeout=120).status_code == 200  # room again
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(240)
-def test_a_cell_that_never_ends_ends_its_page_with_a_message_and_its_kernel_is_stopped(voila):
-    """A publisher's cell that loops for ever (and ignores the interrupt) would keep the viewer on "Running ..."
-    and hold a kernel, busy, for ever: a few views would fill the class's live kernels. The page ends after the
-    cell's time (here 4 s) with a message for the viewer; the kernel, busy, is stopped once no page connected to it
-    (here 20 s after the page)."""
-    assert voila.kernels() == 0, "run alone or after the other kernel tests (it waits for its kernel's end)"
-    opened = requests.get(voila.url + "voila/render/alice/runaway.ipynb", params={"token": voila.token}, timeout=120)
-    assert opened.status_code == 200, opened.text[-2000:]
-    assert "the most a cell of a live dashboard may run" in opened.text, opened.text[-3000:]  # the cell's output
-    assert voila.kernels() == 1  # still running the cell
-    deadline = time.time() + 90
-    while voila.kernels() and time.time() < deadline:
-        time.sleep(1)
-    assert voila.kernels() == 0, voila.log.read_text()[-3000:]
 
 
 @pytest.mark.browser

@@ -135,6 +135,7 @@ def cuda_stack_verdict(torch_cuda: str | None, driver_cuda: str | None, cudnn: i
     at least the CUDA *major* version torch was built with (CUDA's minor-version compatibility covers the rest).
 
     Example:
+        >>> from sampan.check import cuda_stack_verdict
         >>> cuda_stack_verdict("12.6", "12.4", 90100)
         'torch built for CUDA 12.6 with cuDNN 9.1.0; the driver supports CUDA 12.4: compatible'
         >>> cuda_stack_verdict(None, None, None)

@@ -90,6 +90,7 @@ def bad_argument(name: str, value: Any, expected: str, fix: str | None = None) -
     """Words a bad-input message: argument, value received, expectation, fix.
 
     Example:
+        >>> from sampan.errors import bad_argument
         >>> bad_argument("epochs", -1, "a positive int", "pass epochs=1 or more")
         'Expected `epochs` to be a positive int. Received: epochs=-1. HINT: pass epochs=1 or more.'
     """
@@ -103,6 +104,7 @@ def check_int(name: str, value: Any, *, minimum: int = 1, fix: str | None = None
     """Returns ``value`` when it is an int (not a bool) of at least ``minimum``; else a ValueError naming it.
 
     Example:
+        >>> from sampan.errors import check_int
         >>> check_int("epochs", 3)
         3
         >>> check_int("epochs", 0)
@@ -119,6 +121,7 @@ def first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message, or its class name when the message is empty.
 
     Example:
+        >>> from sampan.errors import first_line
         >>> first_line(RuntimeError("shapes do not match\\n  at layer 3"))
         'shapes do not match'
         >>> first_line(IndexError())

@@ -22,6 +22,8 @@ def to_torch_dtype(dtype: Any, *, argument: str = "dtype") -> torch.dtype:
     ``torch.dtype``.
 
     Example:
+        >>> import torch
+        >>> from sampan.spec import to_torch_dtype
         >>> to_torch_dtype("int64"), to_torch_dtype(torch.float16)
         (torch.int64, torch.float16)
     """
@@ -69,6 +71,7 @@ class InputSpec:
             exported model, and ``sampan.Model`` takes gradients from the tensors themselves.
 
     Example:
+        >>> from sampan import InputSpec
         >>> spec = InputSpec([None, 1, 28, 28], "float32", "image")
         >>> spec.dynamic_dims
         (0,)
@@ -189,6 +192,9 @@ def normalize_specs(input_spec: Any, *, argument: str = "input_spec") -> list[In
     ``input_0``, ``input_1``, ... so that exported graphs and errors can name them.
 
     Example:
+        >>> import torch
+        >>> from sampan import InputSpec
+        >>> from sampan.spec import normalize_specs
         >>> [s.name for s in normalize_specs([InputSpec([None, 4]), torch.zeros(2, 3)])]
         ['input_0', 'input_1']
     """
@@ -223,6 +229,8 @@ def example_inputs(specs: list[InputSpec], *, batch: int = 2, fill: int = 8, see
     global random state as it was.
 
     Example:
+        >>> from sampan import InputSpec
+        >>> from sampan.spec import example_inputs
         >>> [t.shape for t in example_inputs([InputSpec([None, 3])], batch=1)]
         [torch.Size([1, 3])]
         >>> [t.shape for t in example_inputs([InputSpec([None, 1, None, None])], batch=3, like=[[2, 1, 28, 28]])]

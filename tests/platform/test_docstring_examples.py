@@ -1,7 +1,9 @@
 """Every docstring example (``>>>``) of ``sampan`` and ``sampan_widgets`` runs: one test per module that has one.
 
-Each docstring runs as ``python -m doctest`` would run it (in a copy of its module's globals), in a scratch folder
-with its own data directory, on one thread, with ELLIPSIS and NORMALIZE_WHITESPACE on. Examples that need a server,
+The docstring of a public module, class or function runs as a newcomer would copy it: in a namespace of its own,
+so it imports what it uses; a private helper's (``_name``) runs in a copy of its module's globals, as
+``python -m doctest`` runs it. Each runs in a scratch folder with its own data directory, on one thread, with
+ELLIPSIS and NORMALIZE_WHITESPACE on. Examples that need a server,
 a GPU, a network, a long run or files that do not exist carry ``# doctest: +SKIP``. Modules are found by a text
 scan, so collecting imports nothing; a module whose text has ``>>>`` but no example that doctest finds fails.
 Environment variables and matplotlib settings an example changes are put back afterwards.
@@ -42,6 +44,12 @@ def _params() -> list:
             if name in _KNOWN_FAILING else name for name in _modules_with_examples()]
 
 
+def _private(qualified: str) -> bool:
+    """Whether a docstring's object (``sampan.x.Class.method``) is a private helper: some part starts with ``_``
+    (``__init__`` and other dunders are public)."""
+    return any(part.startswith("_") and not part.endswith("__") for part in qualified.split("."))
+
+
 @pytest.fixture
 def restored_settings():
     """Puts back ``os.environ`` and matplotlib's rcParams (``_i18n`` sets SAMPAN_LANG, ``use_cjk_font`` a font)."""
@@ -63,5 +71,7 @@ def test_docstring_examples(name, tmp_path, monkeypatch, one_thread, restored_se
     report: list[str] = []
     runner = doctest.DocTestRunner(optionflags=_FLAGS)
     for test in tests:
+        if not _private(test.name):
+            test.globs = {"__name__": "__main__"}  # what a newcomer's notebook has: nothing imported yet
         runner.run(test, out=report.append)
     assert runner.failures == 0, "".join(report)

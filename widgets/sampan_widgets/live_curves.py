@@ -49,6 +49,7 @@ class LiveCurves(Callback, Drawn):
         width, height: size of each chart in pixels.
 
     Example:
+        >>> from sampan_widgets import LiveCurves
         >>> live = LiveCurves()
         >>> # display(live); model.fit(train, val, epochs=5, callbacks=[live])
     """

@@ -80,6 +80,7 @@ class ProfilerView(Drawn):
         trace_path: where the export button writes the chrome trace.
 
     Example:
+        >>> from sampan_widgets import ProfilerView
         >>> view = ProfilerView(steps=10)
         >>> # display(view); view.profile_fit(model, train_set, batch_size=64)
     """

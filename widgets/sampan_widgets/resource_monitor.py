@@ -87,6 +87,7 @@ class ResourceMonitor(MonitorCallback, Drawn):
         leak_check, leak_options, probe_interval: see :class:`sampan.monitor.MonitorCallback`.
 
     Example:
+        >>> from sampan_widgets import ResourceMonitor
         >>> monitor = ResourceMonitor(interval=0.5)
         >>> # display(monitor); model.fit(train, callbacks=[monitor]); monitor.to_dataframe()
     """

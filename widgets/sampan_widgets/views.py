@@ -22,6 +22,8 @@ class SummaryView(Drawn):
         input_size: one input shape such as ``(1, 1, 28, 28)``; optional for a Model with ``inputs``.
 
     Example:
+        >>> import torch
+        >>> from sampan_widgets import SummaryView
         >>> view = SummaryView(torch.nn.Linear(4, 2), (1, 4))
         >>> view.info["total_params"]
         10
@@ -70,6 +72,7 @@ class DatasetBrowser(Drawn):
 
     Example:
         >>> import sampan
+        >>> from sampan_widgets import DatasetBrowser
         >>> browser = DatasetBrowser(sampan.data.load_dataset("digits"), per_page=24)
     """
 
@@ -134,6 +137,7 @@ class ConfusionMatrixView(Drawn):
         classes: class names; num_classes: when ``classes`` is not given.
 
     Example:
+        >>> from sampan_widgets import ConfusionMatrixView
         >>> view = ConfusionMatrixView([0, 1, 1], [0, 1, 0], classes=["cat", "dog"])
         >>> view.matrix.tolist()
         [[1, 0], [1, 1]]

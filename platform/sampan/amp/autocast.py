@@ -202,6 +202,8 @@ def auto_cast(enable: bool = True, custom_white_list: Iterable | None = None,
         device_type: ``"cpu"`` or ``"cuda"``; defaults to CUDA when present.
 
     Example:
+        >>> import torch
+        >>> from sampan.amp import auto_cast
         >>> net = torch.nn.Linear(8, 8)
         >>> with auto_cast(dtype="bfloat16", device_type="cpu"):
         ...     y = net(torch.randn(2, 8))

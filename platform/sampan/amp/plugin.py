@@ -40,6 +40,7 @@ class AmpConfig:
         doctor: diagnose a non-finite loss (see :class:`sampan.amp.NanDoctor`).
 
     Example:
+        >>> from sampan.amp import AmpConfig
         >>> cfg = AmpConfig(dtype="float16", custom_black_list=["softmax"])
     """
 

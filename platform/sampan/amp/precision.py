@@ -8,6 +8,7 @@ metric :class:`sampan.metric.Precision`.
 
 Example:
     >>> import torch
+    >>> from sampan.amp import PrecisionPlugin
     >>> plugin = PrecisionPlugin()
     >>> net = torch.nn.Linear(2, 1)
     >>> with plugin.autocast():

@@ -35,6 +35,7 @@ class GradScaler(torch.amp.GradScaler):
         use_dynamic_loss_scaling: only ``True``.
 
     Example:
+        >>> from sampan.amp import GradScaler
         >>> scaler = GradScaler(init_loss_scaling=1024, device="cpu")
         >>> scaler.get_scale()
         1024.0
@@ -170,6 +171,8 @@ def decorate(models: Any, optimizers: Any = None, level: str = "O2", dtype: Any 
         ``models`` when ``optimizers`` is None, else ``(models, optimizers)``.
 
     Example:
+        >>> import torch
+        >>> from sampan.amp import decorate
         >>> net = torch.nn.Linear(4, 4)
         >>> net, opt = decorate(net, torch.optim.SGD(net.parameters(), 0.1), dtype="bfloat16")
         >>> net.weight.dtype, opt.param_groups[0]["params"][0].dtype

@@ -17,6 +17,7 @@ class Callback:
         params: ``{"epochs", "steps", "verbose", "metrics", "batch_size"}`` (set by ``set_params``).
 
     Example:
+        >>> from sampan.callbacks import Callback
         >>> class PrintLoss(Callback):
         ...     def on_epoch_end(self, epoch, logs=None):
         ...         print(epoch, logs["loss"])

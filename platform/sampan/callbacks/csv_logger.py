@@ -17,6 +17,7 @@ class CSVLogger(Callback):
         append: keep an existing file and add rows (use it when resuming).
 
     Example:
+        >>> from sampan.callbacks import CSVLogger
         >>> logger = CSVLogger("runs/log.csv")
     """
 

@@ -21,6 +21,7 @@ class EarlyStopping(Callback):
         verbose: print a line when stopping.
 
     Example:
+        >>> from sampan.callbacks import EarlyStopping
         >>> stop = EarlyStopping(monitor="eval_acc", patience=2)
     """
 

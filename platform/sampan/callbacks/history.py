@@ -13,6 +13,7 @@ class History(Callback):
     from an epoch's logs (``eval_*`` on the epochs that ``fit(eval_freq=N)`` does not evaluate) is NaN.
 
     Example:
+        >>> from sampan.callbacks import History
         >>> h = History()
         >>> h.on_epoch_end(0, {"loss": 0.5, "acc": 0.8})
         >>> h["loss"]

@@ -23,6 +23,7 @@ class LRScheduler(Callback):
 
     Example:
         >>> import torch
+        >>> from sampan.callbacks import LRScheduler
         >>> opt = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
         >>> cb = LRScheduler(torch.optim.lr_scheduler.StepLR(opt, step_size=5))
     """

@@ -24,6 +24,7 @@ class ModelCheckpoint(Callback):
         save_final: write ``final.pt`` when training ends.
 
     Example:
+        >>> from sampan.callbacks import ModelCheckpoint
         >>> ckpt = ModelCheckpoint("checkpoints", save_freq=1)
     """
 

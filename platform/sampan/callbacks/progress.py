@@ -29,6 +29,7 @@ class ProgressBar(Callback):
         mininterval: seconds between redraws (tqdm's throttle); longer when not on a terminal.
 
     Example:
+        >>> from sampan.callbacks import ProgressBar
         >>> bar = ProgressBar(verbose=2)
     """
 
@@ -132,6 +133,7 @@ class ProgBarLogger(ProgressBar):
         verbose: 0 silent, 1 bars, 2 one line per epoch (Paddle's default).
 
     Example:
+        >>> from sampan.callbacks import ProgBarLogger
         >>> logger = ProgBarLogger(10, 2)  # log_freq=10, verbose=2, as in Paddle
     """
 

@@ -17,6 +17,7 @@ class TerminateOnNaN(Callback):
         raise_error: raise (the default) rather than just set ``model.stop_training``.
 
     Example:
+        >>> from sampan.callbacks import TerminateOnNaN
         >>> cb = TerminateOnNaN()
     """
 

@@ -30,6 +30,7 @@ class VisualDL(Callback):
         log_freq: write training scalars every ``log_freq`` batches (default: every batch, as Paddle).
 
     Example:
+        >>> from sampan.callbacks import VisualDL
         >>> cb = VisualDL("runs/visualdl")
         >>> # model.fit(train, val, epochs=3, callbacks=cb); then: tensorboard --logdir runs/visualdl
     """

@@ -42,6 +42,7 @@ def kernel_spec(*, threads: int | None = None, data_dir: str | None = None) -> d
         data_dir: pin ``SAMPAN_DATA`` for the kernel; ``None`` lets it pass through.
 
     Example:
+        >>> from sampan.cli.kernel import kernel_spec
         >>> kernel_spec()["display_name"]
         'Sampan (Python 3)'
     """
@@ -69,6 +70,8 @@ def install(*, user: bool = False, prefix: str | None = None, threads: int | Non
     """Installs the spec with ``jupyter_client``'s ``KernelSpecManager.install_kernel_spec``; returns its folder.
 
     Example:
+        >>> import sys
+        >>> from sampan.cli.kernel import install
         >>> install(prefix=sys.prefix)  # doctest: +SKIP
         '.../.venv/share/jupyter/kernels/sampan'
     """
@@ -120,6 +123,7 @@ def install_target(*, user: bool = False, sys_prefix: bool = False, prefix: str 
     conda environment (``--sys-prefix``), else the user's folder (``--user``); never system-wide by default.
 
     Example:
+        >>> from sampan.cli.kernel import install_target
         >>> install_target(prefix="/opt/jupyter")
         (False, '/opt/jupyter')
     """

@@ -28,6 +28,7 @@ def install_lab_settings(prefix: str | os.PathLike = sys.prefix) -> Path:
     user's own ``overrides.json``, left alone); ``sampan lab`` calls it before starting JupyterLab.
 
     Example:
+        >>> from sampan.cli.lab import install_lab_settings
         >>> import tempfile
         >>> with tempfile.TemporaryDirectory() as prefix:
         ...     print(install_lab_settings(prefix).relative_to(prefix))
@@ -66,6 +67,7 @@ def lang_settings_dir(lang: str) -> Path:
     ``<data home>/lab/<lang>/user-settings``, seeded with the UI locale (the learner's later changes stay).
 
     Example:
+        >>> from sampan.cli.lab import lang_settings_dir
         >>> lang_settings_dir("zh").parts[-3:]
         ('lab', 'zh', 'user-settings')
     """

@@ -93,6 +93,7 @@ def list_datasets() -> list[str]:
     """Names of the datasets in the catalog, sorted.
 
     Example:
+        >>> from sampan.data import list_datasets
         >>> "digits" in list_datasets()
         True
     """
@@ -107,6 +108,7 @@ def dataset_info(name: str) -> DatasetInfo:
     """The catalog entry of ``name`` (case and ``_``/``-`` insensitive).
 
     Example:
+        >>> from sampan.data import dataset_info
         >>> dataset_info("digits").splits
         {'train': 1257, 'val': 270, 'test': 270}
     """
@@ -147,6 +149,7 @@ def load_dataset(
         sampan.errors.DatasetNotFoundError: files absent; the message says which and where.
 
     Example:
+        >>> from sampan.data import load_dataset
         >>> train = load_dataset("digits", "train", size=28)
         >>> image, label = train[0]
         >>> image.shape, label.dtype, len(train)

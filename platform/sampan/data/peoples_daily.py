@@ -38,6 +38,7 @@ def strip_tags(line: str) -> list[str]:
     """The words of one tagged line, tags removed; ``[...]xx`` compound brackets are dropped too.
 
     Example:
+        >>> from sampan.data.peoples_daily import strip_tags
         >>> strip_tags("迈向/v  充满/v  希望/n  [中国/ns 政府/n]nt")
         ['迈向', '充满', '希望', '中国', '政府']
     """
@@ -62,6 +63,7 @@ def lines() -> list[str]:
     """Every line of the corpus as plain text, in corpus order (train lines, then val lines).
 
     Example:
+        >>> from sampan.data.peoples_daily import lines
         >>> lines()[0][:4]
         '迈向充满'
     """
@@ -76,6 +78,7 @@ class CorpusDataset(Dataset):
         words: list of word lists (the corpus's own segmentation), aligned with ``texts``.
 
     Example:
+        >>> from sampan.data.peoples_daily import CorpusDataset
         >>> ds = CorpusDataset([["人民", "日报"], ["新年"]])
         >>> ds[0], ds.texts[1]
         ('人民日报', '新年')

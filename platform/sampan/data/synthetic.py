@@ -5,7 +5,7 @@ bytes on every machine; the catalog stores their SHA-256 in
 ``datasets/shapes/card.yaml`` and ``datasets/defects/card.yaml``.
 
 Example:
-    >>> from sampan.data.synthetic import make_shapes
+    >>> from sampan.data import make_shapes
     >>> images, labels = make_shapes(20, seed=0)
     >>> images.shape, images.dtype, labels.dtype
     ((20, 32, 32, 3), dtype('uint8'), dtype('int64'))
@@ -93,6 +93,7 @@ def make_shapes(num_samples: int, *, seed: int = 0, size: int = 32) -> tuple[np.
         ``(images, labels)``: uint8 ``[N, size, size, 3]`` and int64 ``[N]``.
 
     Example:
+        >>> from sampan.data import make_shapes
         >>> images, labels = make_shapes(10, seed=1)
         >>> sorted(labels.tolist()) == list(range(10))
         True
@@ -188,6 +189,8 @@ def make_defects(
         ``(images, labels)``: uint8 ``[N, size, size, 3]`` and int64 ``[N]``.
 
     Example:
+        >>> import numpy as np
+        >>> from sampan.data import make_defects
         >>> images, labels = make_defects(100, seed=0)
         >>> np.bincount(labels).tolist()
         [70, 12, 10, 8]

@@ -8,6 +8,7 @@ Every hook is the single-process idiom (``network.to(device)``, an ordinary ``Da
 
 Example:
     >>> import torch
+    >>> from sampan.distributed import Strategy
     >>> Strategy().setup(torch.nn.Linear(2, 1), torch.device("cpu")).weight.device.type
     'cpu'
 """

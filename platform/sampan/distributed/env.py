@@ -51,6 +51,7 @@ def timeout_seconds(timeout: float | None = None) -> float:
     """``timeout``, else ``$SAMPAN_DIST_TIMEOUT``, else :data:`DEFAULT_TIMEOUT` (5 minutes).
 
     Example:
+        >>> from sampan.distributed.env import timeout_seconds
         >>> timeout_seconds(20)
         20.0
     """
@@ -103,6 +104,7 @@ def init_parallel_env(backend: str | None = None, timeout: float | None = None) 
         True when this call created the group.
 
     Example:
+        >>> from sampan.distributed import get_rank, get_world_size, init_parallel_env
         >>> init_parallel_env()  # doctest: +SKIP
         >>> get_rank(), get_world_size()  # doctest: +SKIP
         (0, 2)

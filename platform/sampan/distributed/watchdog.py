@@ -10,6 +10,7 @@ times out, :func:`watch` reads every rank's position and raises
 left for the launcher, which repeats it after torchrun's summary.
 
 Example:
+    >>> from sampan.distributed.watchdog import watch
     >>> with watch(world_size=1):  # does nothing outside a distributed job
     ...     pass
 """

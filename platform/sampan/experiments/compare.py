@@ -28,6 +28,7 @@ def list_runs(filter_string: str = "", *, experiment: str | None = None, max_res
     """The newest runs matching ``filter_string`` (MLflow's search syntax), as :class:`RunRow`.
 
     Example:
+        >>> from sampan.experiments.compare import list_runs
         >>> rows = list_runs("params.optimizer = 'Adam'", max_results=50)  # doctest: +SKIP
     """
     runs = store.search_runs(filter_string, experiment=experiment, max_results=max_results)
@@ -41,6 +42,7 @@ def differing_params(rows: Sequence[RunRow]) -> list[str]:
     """Parameter names whose values are not the same in every run (absent counts as a value).
 
     Example:
+        >>> from sampan.experiments.compare import RunRow, differing_params
         >>> a = RunRow("1", "a", "FINISHED", 0, {"lr": "0.1", "epochs": "5"})
         >>> b = RunRow("2", "b", "FINISHED", 0, {"lr": "0.01", "epochs": "5"})
         >>> differing_params([a, b])
@@ -76,6 +78,8 @@ def histories(run_ids: Sequence[str], metric: str) -> dict[str, list[tuple[int, 
     """``{run_id: [(step, value), ...]}`` of one metric, read in parallel (one query per run).
 
     Example:
+        >>> from sampan.experiments.compare import histories, list_runs
+        >>> rows = list_runs(max_results=10)  # doctest: +SKIP
         >>> curves = histories([row.run_id for row in rows[:10]], "eval_acc")  # doctest: +SKIP
     """
     client = store.client()

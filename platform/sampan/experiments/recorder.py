@@ -114,6 +114,7 @@ def flush(timeout: float | None = None) -> bool:
     """Waits until every run recorded in this process is written to the store.
 
     Example:
+        >>> from sampan.experiments import flush
         >>> flush(timeout=10)
         True
     """
@@ -238,6 +239,7 @@ class Recorder(Callback):
         run_id: the MLflow run id (waits for the writer to create the run).
 
     Example:
+        >>> from sampan.experiments import Recorder
         >>> rec = Recorder(run_name="baseline")
         >>> # model.fit(train, epochs=3, callbacks=[rec]); rec.run_id
     """
@@ -408,6 +410,7 @@ def log_artifact(path: str | os.PathLike, *, run_id: str | None = None, folder: 
         The run id.
 
     Example:
+        >>> from sampan.experiments import log_artifact
         >>> model.save("lenet", training=False)  # doctest: +SKIP
         >>> log_artifact("lenet.pt2")  # doctest: +SKIP
     """

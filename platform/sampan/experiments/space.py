@@ -30,6 +30,7 @@ def parse_spec(name: str, spec: Any) -> dict:
     """One parameter's range as ``{"kind": "float"|"int"|"choice", ...}``.
 
     Example:
+        >>> from sampan.experiments.space import parse_spec
         >>> parse_spec("lr", "1e-4:1e-1:log")
         {'kind': 'float', 'low': 0.0001, 'high': 0.1, 'log': True, 'step': None}
         >>> parse_spec("batch_size", "32,64")

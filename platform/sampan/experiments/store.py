@@ -38,6 +38,7 @@ def tracking_uri() -> str:
     """``$SAMPAN_TRACKING_URI`` or ``sqlite:///<data dir>/tracking/mlflow.db``.
 
     Example:
+        >>> from sampan.experiments import tracking_uri
         >>> tracking_uri().startswith(("sqlite:", "http", "postgresql", "mysql", "file:"))
         True
     """
@@ -182,6 +183,8 @@ def client(uri: str | None = None):
     """The ``mlflow.tracking.MlflowClient`` of the store (created once per process and URI).
 
     Example:
+        >>> from sampan.experiments import client
+        >>> from sampan.experiments.store import experiment_id
         >>> runs = client().search_runs([experiment_id()])  # doctest: +SKIP
     """
     return _client(check_writable(uri))
@@ -219,6 +222,7 @@ def search_runs(filter_string: str = "", *, experiment: str | None = None, max_r
         max_results: at most this many runs.
 
     Example:
+        >>> from sampan.experiments import search_runs
         >>> [r.data.metrics["eval_acc"] for r in search_runs("metrics.eval_acc > 0.9")]  # doctest: +SKIP
     """
     from sampan.experiments.recorder import flush

@@ -75,6 +75,7 @@ class LoopState:
 
     Example:
         >>> import torch
+        >>> from sampan.hapi.loop import LoopState
         >>> net = torch.nn.Linear(4, 2)
         >>> state = LoopState(train_net=net, eval_net=net, loss=torch.nn.CrossEntropyLoss())
         >>> state.accumulate_steps, state.n_inputs
@@ -187,6 +188,8 @@ def first_rows(value: Any, keep: int | None) -> Any:
     """The first ``keep`` rows of a tensor, or of each tensor in a list or tuple (``keep=None``: all of them).
 
     Example:
+        >>> import torch
+        >>> from sampan.hapi.loop import first_rows
         >>> [t.shape[0] for t in first_rows([torch.zeros(3, 2), torch.zeros(3)], 1)]
         [1, 1]
     """

@@ -159,6 +159,8 @@ def summary(net: torch.nn.Module, input_size: Any = None, dtypes: Any = None, in
         ``{"total_params", "trainable_params", "flops", "layers": [{name, type, output_shape, params, flops}]}``.
 
     Example:
+        >>> import torch
+        >>> from sampan import summary
         >>> info = summary(torch.nn.Linear(4, 2), (None, 4), print_table=False)
         >>> info["total_params"], info["flops"]
         (10, 16)

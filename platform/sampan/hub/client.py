@@ -6,6 +6,7 @@ to the service's event endpoint. Outside a hub :func:`post_event` does nothing.
 A report that cannot be delivered never breaks a lesson: it prints one line.
 
 Example:
+    >>> from sampan.hub.client import post_event
     >>> post_event("first_model", "passed")  # outside a hub: nothing is sent
     False
 """

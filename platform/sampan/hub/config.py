@@ -113,6 +113,8 @@ def learner_account(user: str, live_user: str | None = None) -> str | None:
             run this Python, or is the live dashboards' account.
 
     Example:
+        >>> import os
+        >>> from sampan.hub.config import learner_account
         >>> learner_account("sampan-learner") if os.geteuid() != 0 else None  # without root: the hub's account
     """
     if not (hasattr(os, "geteuid") and os.geteuid() == 0):

@@ -124,6 +124,7 @@ def default_name(notebook: str | os.PathLike) -> str:
     (so also for names that cannot be one as they are: ``_draft``, ``index``, longer than 64).
 
     Example:
+        >>> from sampan.hub.gallery import default_name
         >>> default_name("apps/my app.ipynb"), default_name("我的.ipynb"), default_name("数据app.ipynb")
         ('my_app', 'dashboard_7f1d9dd0', 'app_6166c210')
     """
@@ -156,6 +157,7 @@ def publish(notebook: str | os.PathLike, *, name: str | None = None, thumbnail: 
         The gallery entry.
 
     Example:
+        >>> from sampan.hub.gallery import publish
         >>> publish("apps/digits.ipynb", name="digits")  # doctest: +SKIP
     """
     path = check_notebook(notebook)

@@ -32,6 +32,7 @@ see docs/CLASSROOM.md); ``off`` keeps
 the read-only snapshots only. This module is headless: Voilà and JupyterHub run in the service process.
 
 Example:
+    >>> from sampan.hub.live import live_plan
     >>> plan = live_plan("off", "nobody")
     >>> (plan.enabled, plan.user)
     (False, None)
@@ -104,6 +105,7 @@ def reachable_by(path: str | os.PathLike, user: str, last: int = stat.S_IROTH) -
     Checks the permission bits (owner, group, others) as the kernel would for that user's uid and groups.
 
     Example:
+        >>> from sampan.hub.live import reachable_by
         >>> reachable_by("/", "nobody")
         True
     """
@@ -230,6 +232,8 @@ def voila_arguments(dashboards: Path, service_url: str, prefix: str) -> list[str
     """Voilà on the copies, with ``sampan dashboard``'s security settings and JupyterHub's login.
 
     Example:
+        >>> from pathlib import Path
+        >>> from sampan.hub.live import voila_arguments
         >>> voila_arguments(Path("d"), "http://127.0.0.1:9000", "/services/live/")[:3]
         ['d', '--Voila.ip=127.0.0.1', '--Voila.port=9000']
     """
@@ -268,6 +272,7 @@ def content_security_policy(scripts: str = "'self'") -> str:
     forms posting the viewer's cookies); styles and images stay open (outputs and widgets use inline ones).
 
     Example:
+        >>> from sampan.hub.live import content_security_policy
         >>> content_security_policy().startswith("script-src 'self' 'sha256-")
         True
     """
@@ -315,6 +320,7 @@ def kernel_limit(memory_bytes: int | None = None) -> int:
     """The most live kernels at once: ``MEMORY_SHARE`` of the machine's memory at ``KERNEL_GIB`` each, at least 2.
 
     Example:
+        >>> from sampan.hub.live import kernel_limit
         >>> kernel_limit(64 * 2**30)  # a 64 GiB machine: 16 GiB for live kernels
         32
     """

@@ -5,6 +5,7 @@ exercise result. Summaries are computed from the events, so restarting the hub
 or the service loses nothing.
 
 Example:
+    >>> from sampan.hub.progress_store import ProgressStore
     >>> store = ProgressStore(":memory:")
     >>> _ = store.add("lee", {"lesson": "first_model", "status": "passed"})
     >>> store.lesson_status("lee")["first_model"]["status"]

@@ -6,6 +6,7 @@ signs up waits for a teacher's approval at ``/hub/authorize``. Teachers are hub
 admins; assistants read progress but not learners' files.
 
 Example:
+    >>> from sampan.hub.roster import read_roster
     >>> import io
     >>> read_roster(io.StringIO("username,role\\nkim,teacher\\nlee,student\\n"))
     {'kim': 'teacher', 'lee': 'student'}

@@ -121,7 +121,9 @@ def conv2d_bf16x3(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     (running_mean, running_var, weight, bias, eps)`` folded into the weights, then ``+ residual``, then a ReLU.
 
     Raises RuntimeError saying why when the kernel cannot run here (:func:`unavailable`). Example:
+        >>> import torch
         >>> import torch.nn.functional as F
+        >>> from sampan.jit.amx import conv2d_bf16x3
         >>> x, w = torch.randn(1, 16, 12, 12), torch.randn(32, 16, 3, 3)
         >>> y = conv2d_bf16x3(x, w, None, 2, 1)  # doctest: +SKIP
         >>> torch.allclose(y, F.conv2d(x, w, stride=2, padding=1), atol=1e-3)  # doctest: +SKIP

@@ -818,7 +818,7 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             maps; at batch 1 all) by three bf16 products on AMX (:mod:`sampan.jit.amx`, float32 results to about 5e-6).
 
     Example:
-        >>> import sampan
+        >>> import sampan, torch
         >>> from sampan.vision.models import LeNet
         >>> net = sampan.jit.to_static(LeNet(), input_spec=[sampan.InputSpec([None, 1, 28, 28])])  # doctest: +SKIP
         >>> _ = net.eval(); logits = net(torch.randn(5, 1, 28, 28))                                   # doctest: +SKIP
@@ -860,6 +860,9 @@ def static_forward(layer: nn.Module) -> StaticFunction | None:
     on its class by ``@to_static`` on ``forward``; None for a plain layer.
 
     Example:
+        >>> import torch
+        >>> from sampan.jit import to_static
+        >>> from sampan.jit.to_static import static_forward
         >>> static_forward(to_static(torch.nn.Linear(2, 2))).status
         'pending'
     """

@@ -16,6 +16,7 @@ Neither changes what is computed: the loss curve matches eager training within f
 
 Example:
     >>> import torch
+    >>> from sampan.jit.training import fuse_optimizer
     >>> net = torch.nn.Linear(4, 2)
     >>> opt = torch.optim.Adam(net.parameters())
     >>> fuse_optimizer(opt)
@@ -56,6 +57,8 @@ def align_optimizer_state(optimizer: torch.optim.Optimizer | None) -> int:
     against the wrong elements, silently (the loop kernels index by position and do not care).
 
     Example:
+        >>> import torch
+        >>> from sampan.jit.training import align_optimizer_state
         >>> conv = torch.nn.Conv2d(3, 8, 3)
         >>> opt = torch.optim.Adam(conv.parameters(), fused=True)
         >>> conv(torch.randn(1, 3, 8, 8)).sum().backward(); opt.step()

@@ -76,6 +76,9 @@ def conv3x3(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pa
     """``F.conv2d(x, weight, bias, stride=1, padding=padding)`` for a 3 x 3 ``weight``, by Winograd F(2 x 2, 3 x 3).
 
     Example:
+        >>> import torch
+        >>> import torch.nn.functional as F
+        >>> from sampan.jit.winograd import conv3x3
         >>> x, w, b = torch.randn(2, 16, 9, 7), torch.randn(32, 16, 3, 3), torch.randn(32)
         >>> torch.allclose(conv3x3(x, w, b, 1), F.conv2d(x, w, b, padding=1), atol=1e-4)
         True
@@ -166,6 +169,9 @@ def conv3x3_f4(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
     (the output's shape), then a ReLU when ``relu``.
 
     Raises RuntimeError saying why when the kernel cannot run here (:func:`f4_unavailable`). Example:
+        >>> import torch
+        >>> import torch.nn.functional as F
+        >>> from sampan.jit.winograd import conv3x3_f4
         >>> x, w = torch.randn(1, 16, 12, 12), torch.randn(32, 16, 3, 3)
         >>> torch.allclose(conv3x3_f4(x, w, None, 1), F.conv2d(x, w, padding=1), atol=1e-3)
         True

@@ -26,6 +26,8 @@ class Metric:
     metric of your own that reduces its state itself (on torchmetrics, say) to skip the gathering.
 
     Example:
+        >>> import torch
+        >>> from sampan.metric import Metric
         >>> class MeanAbsError(Metric):  # Paddle's spelling
         ...     def __init__(self):
         ...         self.reset()

@@ -62,6 +62,8 @@ def flatten_pair(outputs: Any, labels: Any) -> tuple[torch.Tensor, torch.Tensor]
     One-hot labels (the outputs' shape, more than one class) become indices with ``argmax``.
 
     Example:
+        >>> import torch
+        >>> from sampan.metric.classification import flatten_pair
         >>> out, lab = flatten_pair(torch.zeros(2, 3, 4), torch.zeros(2, 3, 1, dtype=torch.long))
         >>> list(out.shape), list(lab.shape)
         ([6, 4], [6])
@@ -209,6 +211,8 @@ class Accuracy(_BinaryScores, Metric):
             first batch of a run).
 
     Example:
+        >>> import torch
+        >>> from sampan.metric import Accuracy
         >>> m = Accuracy(topk=(1, 2))
         >>> m.update(torch.tensor([[0.1, 0.9, 0.0], [0.8, 0.1, 0.1]]), torch.tensor([1, 1]))
         >>> m.results()
@@ -292,6 +296,8 @@ class Precision(_Averaged):
     """Precision (``paddle.metric.Precision``); binary for one logit column, else averaged over classes.
 
     Example:
+        >>> import torch
+        >>> from sampan.metric import Precision
         >>> m = Precision()
         >>> m.update(torch.tensor([[2.0, 0.0], [0.0, 2.0]]), torch.tensor([0, 0]))
         >>> m.results()["precision"]
@@ -317,6 +323,8 @@ class ConfusionMatrix(_TorchMetric):
     """Confusion matrix (rows: true class, columns: predicted), as a nested list in ``evaluate()``'s dict.
 
     Example:
+        >>> import torch
+        >>> from sampan.metric import ConfusionMatrix
         >>> m = ConfusionMatrix()
         >>> m.update(torch.tensor([[2.0, 0.0], [0.0, 2.0]]), torch.tensor([0, 0]))
         >>> m.results()["confusion_matrix"]
@@ -357,6 +365,8 @@ class Auc(_TorchMetric):
         name: defaults to ``"auc"``.
 
     Example:
+        >>> import torch
+        >>> from sampan.metric import Auc
         >>> m = Auc()
         >>> m.update(torch.tensor([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]), torch.tensor([0, 1, 1]))
         >>> round(m.accumulate()[0], 3)

@@ -56,6 +56,7 @@ class MonitorCallback(Callback):
         on_leak: called with the warning's text when the leak check fires (views use it).
 
     Example:
+        >>> from sampan.monitor import MonitorCallback
         >>> cb = MonitorCallback(interval=0.5)
         >>> # model.fit(train, callbacks=[cb]); cb.sampler.to_csv("resources.csv")
     """

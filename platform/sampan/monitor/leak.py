@@ -31,8 +31,9 @@ class LeakDetector:
         name: what is measured, for the message ("torch.cuda allocated", "process RSS").
 
     Example:
-        >>> d = LeakDetector(window=5, warmup=0, min_growth=10)
         >>> import warnings
+        >>> from sampan.monitor import LeakDetector
+        >>> d = LeakDetector(window=5, warmup=0, min_growth=10)
         >>> with warnings.catch_warnings(record=True) as w:
         ...     warnings.simplefilter("always")
         ...     for step in range(6):

@@ -51,6 +51,8 @@ class ResourceSampler:
         max_samples: samples kept, at least 1 (oldest dropped first); None keeps all.
 
     Example:
+        >>> import time
+        >>> from sampan.monitor import ResourceSampler
         >>> with ResourceSampler(interval=0.05) as s:
         ...     time.sleep(0.2)
         >>> len(s.samples) >= 2 and "rss" in s.samples[-1]

@@ -31,6 +31,7 @@ The older one-line checks, :meth:`Exercises.check` and
 :meth:`Exercises.check_function`, remain for quick checks inside a lesson.
 
 Example:
+    >>> from sampan.path.exercise import Exercises
     >>> ex = Exercises("tensors_and_autograd")
     >>> ex.grad_of_cube.check(None)
     ○ grad_of_cube: not attempted yet: replace the placeholder in the # YOUR ANSWER cell
@@ -80,6 +81,7 @@ def compare(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-8) 
     ``isclose``; lists, tuples and dicts are compared item by item; anything else with ``==``.
 
     Example:
+        >>> from sampan.path.exercise import compare
         >>> compare(0.30000001, 0.3) is None
         True
         >>> compare([1, 2], [1, 3])
@@ -245,6 +247,7 @@ class Exercise:
     the notebook uses is the class attribute ``name`` (default: the class name).
 
     Example:
+        >>> from sampan.path.exercise import Exercise, expect
         >>> class double(Exercise):
         ...     hints = ("Multiply by a number.", "return 2 * x")
         ...     solution = "def double(x):\\n    return 2 * x\\n"
@@ -337,6 +340,7 @@ def expect(got: Any, expected: Any, what: str = "", *, rtol: float = 1e-5, atol:
     """Raises :class:`Incorrect` when ``got`` differs from ``expected`` (see :func:`compare`), naming ``what``.
 
     Example:
+        >>> from sampan.path.exercise import expect
         >>> expect(2 + 2, 4, "2 + 2")
     """
     problem = compare(got, expected, rtol=rtol, atol=atol)
@@ -353,6 +357,7 @@ class Exercises:
             (found through ``notebooks/path.yaml``). A lesson without one still has :meth:`check`.
 
     Example:
+        >>> from sampan.path.exercise import Exercises
         >>> ex = Exercises("tensors_and_autograd")
         >>> ex.normalize.hint()
         💡 HINT 1/2 for normalize: ...

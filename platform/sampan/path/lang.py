@@ -8,6 +8,7 @@ bilingual yet builds unchanged in both languages (``sampan path list --lang zh``
 ``notebooks/CONTRIBUTING.md`` tells course authors how to write one.
 
 Example:
+    >>> from sampan.path.lang import localized, normalize_language
     >>> normalize_language("zh")
     'zh'
     >>> localized({"en": "Beginner", "zh": "入门"}, "zh")
@@ -42,6 +43,7 @@ def normalize_language(value: Any, argument: str = "lang") -> str:
         ValueError: naming ``argument``, the value and the accepted languages.
 
     Example:
+        >>> from sampan.path.lang import normalize_language
         >>> normalize_language("zh_CN")
         'zh'
     """
@@ -58,6 +60,7 @@ def default_language(environ: Mapping[str, str] | None = None) -> str:
     starts with ``zh`` (``SAMPAN_LANG`` overrides all three), else ``en``.
 
     Example:
+        >>> from sampan.path.lang import default_language
         >>> default_language({"LANG": "zh_CN.UTF-8"})
         'zh'
         >>> default_language({"LANG": "C.UTF-8"})
@@ -76,6 +79,7 @@ def localized(value: Any, lang: str) -> str:
     """The text of a manifest field in ``lang``: a plain string, or ``{en: ..., zh: ...}`` (English fallback).
 
     Example:
+        >>> from sampan.path.lang import localized
         >>> localized("Environment check", "zh")
         'Environment check'
     """
@@ -109,6 +113,7 @@ def build_notebook(nb: Mapping, lang: str, nav: str | None = None) -> dict:
     generated navigation line (``sampan-nav``: :func:`sampan.path.navigation.nav_line` in ``lang``).
 
     Example:
+        >>> from sampan.path.lang import build_notebook
         >>> nb = {"metadata": {}, "cells": [{"cell_type": "markdown", "source": "Hi",
         ...       "metadata": {"sampan": {"lang": "en"}}}, {"cell_type": "markdown", "source": "你好",
         ...       "metadata": {"sampan": {"lang": "zh"}}}]}
@@ -134,6 +139,7 @@ def check_bilingual(nb: Mapping) -> list[str]:
     carry a language, so the code of the two built notebooks is the same.
 
     Example:
+        >>> from sampan.path.lang import check_bilingual
         >>> check_bilingual({"metadata": {}, "cells": [{"cell_type": "markdown", "source": "Hi",
         ...                  "metadata": {"sampan": {"lang": "en"}}}]})
         ['cell 0 (en) has no zh counterpart after it']
@@ -176,6 +182,7 @@ def cjk_share(text: str) -> float:
     (:mod:`sampan.path.index`); 1.0 when no prose is left.
 
     Example:
+        >>> from sampan.path.lang import cjk_share
         >>> cjk_share("动态图（dynamic graph）便于调试，`to_static` 转为静态图。")
         1.0
         >>> cjk_share("This paragraph was left in English.")
@@ -192,6 +199,7 @@ def build_course(lang: str, dest: str | Path, source: str | Path | None = None) 
     ``lang``; a built notebook newer than its source is kept (a learner's edits survive). Returns ``dest``.
 
     Example:
+        >>> from sampan.path.lang import build_course
         >>> from sampan.utils.io import data_home
         >>> build_course("zh", data_home() / "courses" / "zh")  # doctest: +SKIP
         PosixPath('.../courses/zh')
@@ -227,6 +235,7 @@ def build_file(source: str | Path, target: str | Path, lang: str, nav: str | Non
     Returns ``target``.
 
     Example:
+        >>> from sampan.path.lang import build_file
         >>> build_file("notebooks/dashboards/digit_playground.ipynb", "zh/digit_playground.ipynb", "zh")  # doctest: +SKIP
         PosixPath('zh/digit_playground.ipynb')
     """
@@ -295,6 +304,7 @@ def lesson_title(lesson, lang: str) -> str:
     no Chinese title in ``path.yaml``) shows its English title followed by :data:`UNTRANSLATED_MARK`.
 
     Example:
+        >>> from sampan.path.lang import lesson_title
         >>> from sampan.path import load_path
         >>> lesson_title(load_path().lesson("environment_check"), "zh")
         '环境检查'

@@ -9,6 +9,7 @@ file, the place in it (``stages[0].lessons[1].metrics.test_acc``), the value
 and the fix.
 
 Example:
+    >>> from sampan.path import load_path
     >>> path = load_path()
     >>> [lesson.id for lesson in path.lessons]
     ['environment_check', 'tensors_and_autograd', 'first_model', ...]

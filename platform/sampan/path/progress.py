@@ -4,6 +4,7 @@ A lesson counts as done when the path runner passes it, or when the learner
 runs it by hand and its final check calls :func:`mark_done`.
 
 Example:
+    >>> from sampan.path import load_progress, mark_done
     >>> mark_done("first_model")
     [sampan.record] sampan.path.done = "first_model"
     '[sampan.path] lesson first_model done'
@@ -108,6 +109,7 @@ def record_exercise(lesson_id: str, exercise: str, event: str) -> dict[str, Any]
     learner has not done the exercises. A data directory that cannot be written only prints why.
 
     Example:
+        >>> from sampan.path.progress import record_exercise
         >>> record_exercise("tensors_and_autograd", "normalize", "incorrect")
         {'outcome': 'incorrect', 'at': '...+00:00', 'attempts': 1, 'hints': 0, 'solution_seen': False}
     """
@@ -161,6 +163,7 @@ def mark_done(lesson: str, *, check: bool = True) -> str:
         check: verify the id against the manifest when one is found.
 
     Example:
+        >>> from sampan.path import mark_done
         >>> mark_done("first_model")
         [sampan.record] sampan.path.done = "first_model"
         '[sampan.path] lesson first_model done'

@@ -58,6 +58,7 @@ def message(key: str, lang: str = "en", **values) -> str:
     """One string of :data:`MESSAGES` in ``lang``, formatted with ``values``.
 
     Example:
+        >>> from sampan.path.report import message
         >>> message("after", "zh", lessons="first_model")
         '先修：first_model'
     """

@@ -209,6 +209,7 @@ def build_site(run_dir: str | Path | None = None, *, out: str | Path | None = No
         ValueError: ``run_dir`` is not a run folder, ``lang`` is not the run's, or ``out`` holds other files.
 
     Example:
+        >>> from sampan.path.site import build_site
         >>> site = build_site("runs/20260101-120000", out="site")  # doctest: +SKIP
         >>> sorted(site.pages)  # doctest: +SKIP
         ['environment_check', 'first_model', ...]
@@ -359,6 +360,7 @@ def clean_html(element: Any) -> str:
     ``data:image/...`` pictures, and escapes everything else (``<script>`` shows as text, never runs).
 
     Example:
+        >>> from sampan.path.site import clean_html
         >>> clean_html('<h2>Loss</h2><img src="x.png" onerror="alert(1)"><script>alert(2)</script>')
         '<h2>Loss</h2><img src="x.png">&lt;script&gt;alert(2)&lt;/script&gt;'
     """

@@ -41,6 +41,7 @@ class StepTimer(Callback, PhaseClock):
             torch profiler is running, so the phases appear in the chrome trace.
 
     Example:
+        >>> from sampan.profiler import StepTimer
         >>> timer = StepTimer()
         >>> # model.fit(train, callbacks=[timer], num_iters=20); timer.summary()["share"]["forward"]
     """

@@ -8,6 +8,7 @@ over. The base class does nothing, so a fit without a profiler pays a few empty 
 step; :class:`sampan.profiler.StepTimer` overrides the hooks to time each phase exactly.
 
 Example:
+    >>> from sampan.profiler import PhaseClock
     >>> clock = PhaseClock()
     >>> clock.cut("forward"); clock.step_end(); clock.pause()
 """

@@ -29,6 +29,7 @@ def make_scheduler(*, closed: int = 0, ready: int = 1, record: int = 1, repeat: 
     ``repeat <= 0``) repeats the cycle until the profiler stops, and ``repeat=n`` records ``n`` windows.
 
     Example:
+        >>> from sampan.profiler import make_scheduler
         >>> sched = make_scheduler(closed=1, ready=1, record=3, repeat=1)   # one window: steps 2 to 4
     """
     for name, value, least in (("closed", closed, 0), ("ready", ready, 0), ("record", record, 1),
@@ -100,6 +101,8 @@ class Profiler:
         timer_only: only time the steps (no operator recording).
 
     Example:
+        >>> import torch
+        >>> from sampan.profiler import Profiler
         >>> prof = Profiler(scheduler=(1, 3), record_shapes=True)
         >>> with prof:
         ...     for _ in range(4):

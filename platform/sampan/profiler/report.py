@@ -47,6 +47,7 @@ def profile_fit(model: Any, train_data: Any, *, steps: int = 10, warmup: int = 2
     :class:`StepTimer`; the profiler records the last ``steps``.
 
     Example:
+        >>> from sampan.profiler import profile_fit
         >>> report = profile_fit(model, train_set, steps=10)  # doctest: +SKIP
         >>> report.breakdown()["share"]["forward"]  # doctest: +SKIP
     """
@@ -66,6 +67,7 @@ def profile_steps(fn: Callable[[], Any], *, steps: int = 10, warmup: int = 2, re
 
     Example:
         >>> import torch
+        >>> from sampan.profiler import profile_steps
         >>> report = profile_steps(lambda: torch.randn(128, 128) @ torch.randn(128, 128), steps=3)
     """
     _check_steps(steps, warmup)

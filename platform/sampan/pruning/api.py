@@ -46,6 +46,8 @@ def prune(model: nn.Module, amount: float | Mapping[str, float], structured: boo
         TypeError: ``model`` is already quantized (prune before quantizing).
 
     Example:
+        >>> import torch
+        >>> from sampan.pruning import prune
         >>> net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
         >>> small = prune(net, 0.5, structured=True, example_inputs=torch.randn(1, 8))
         >>> small[0].out_features, small[2].in_features

@@ -324,7 +324,8 @@ class Int8Compiled(nn.Module):
         """Compiles afresh for ``example_inputs`` and lists the int8 kernels in inductor's generated code.
 
         Resets ``torch.compile``'s caches (as ``sampan.jit.explain`` does). Example:
-            >>> from sampan.quantization import quantize_dynamic
+            >>> import torch
+            >>> from sampan.quantization import compile_int8, quantize_dynamic
             >>> int8_net = quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU()))
             >>> compile_int8(int8_net).int8_kernels(torch.randn(4, 64))  # doctest: +SKIP
             ['int8 micro-GEMM']
@@ -389,7 +390,8 @@ def compile_int8(model: nn.Module, *, max_autotune: bool = True, backend: str = 
         TypeError: ``model`` is not a quantized model.
 
     Example:
-        >>> from sampan.quantization import quantize_dynamic
+        >>> import torch
+        >>> from sampan.quantization import compile_int8, quantize_dynamic
         >>> mlp = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
         >>> fast = compile_int8(quantize_dynamic(mlp))          # doctest: +SKIP
         >>> logits = fast(torch.randn(32, 64))                   # int8 GEMMs  # doctest: +SKIP

@@ -21,6 +21,7 @@ class QuantConfig:
             with 7 bits runs correctly everywhere; one with 8 bits runs best on a CPU with VNNI.
 
     Example:
+        >>> from sampan.quantization import QuantConfig
         >>> QuantConfig(skip=["fc3"]).skip
         ('fc3',)
     """

@@ -162,6 +162,8 @@ def quantize_dynamic(model: nn.Module, *, skip: Iterable[Any] = (),
         ValueError: an unknown layer name in ``skip``; TypeError: an unsupported layer type.
 
     Example:
+        >>> import torch
+        >>> from sampan.quantization import quantize_dynamic
         >>> net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
         >>> qnet = quantize_dynamic(net, skip=["2"])
         >>> type(qnet[0]).__name__, type(qnet[2]).__name__

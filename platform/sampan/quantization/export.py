@@ -285,7 +285,7 @@ def export_onnx(model: nn.Module, path: str | os.PathLike, input_spec: Sequence[
 
     Example:
         >>> import numpy as np, torch, sampan
-        >>> from sampan.quantization import quantize_dynamic
+        >>> from sampan.quantization import export_onnx, layout_report, quantize_dynamic
         >>> net = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
         >>> spec = [sampan.InputSpec([None, 64], name="x")]
         >>> export_onnx(quantize_dynamic(net), "out/mlp_int8", spec)
@@ -344,6 +344,7 @@ def layout_report(path: str | os.PathLike) -> str:
     """The int8 layouts :func:`export_onnx` weighed for ``path``: latency, ratio to fp32, kernels, reason.
 
     Example:
+        >>> from sampan.quantization import layout_report
         >>> print(layout_report("out/lenet_int8"))  # doctest: +SKIP
         int8 ONNX layouts of lenet_int8 (ONNX Runtime, one thread, timed interleaved):
           fp32 graph       b1 0.0231 ms   b32 0.409 ms
@@ -377,6 +378,8 @@ class OnnxModel:
     """Runs an ONNX file in ONNX Runtime on torch tensors; for side-by-side reports.
 
     Example:
+        >>> import torch
+        >>> from sampan.quantization import OnnxModel
         >>> fast = OnnxModel("out/mlp_int8.onnx"); fast(torch.randn(1, 64)).shape  # doctest: +SKIP
         torch.Size([1, 10])
     """

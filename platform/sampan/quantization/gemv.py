@@ -56,6 +56,8 @@ def linear_w8(x: torch.Tensor, weight_int8: torch.Tensor, scale: torch.Tensor, b
             argument and the shape it needs).
 
     Example:
+        >>> import torch
+        >>> from sampan.quantization.gemv import linear_w8
         >>> _ = torch.manual_seed(0)
         >>> w = torch.randint(-127, 128, (32, 64), dtype=torch.int8)
         >>> s, x = torch.rand(32) / 100, torch.randn(1, 64)

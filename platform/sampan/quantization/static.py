@@ -28,11 +28,13 @@ class PTQ:
         config: a :class:`QuantConfig` (skip list, calibration batches).
 
     Example:
+        >>> import torch
+        >>> from sampan.quantization import PTQ, QuantConfig
         >>> from sampan.vision.models import LeNet
         >>> net = LeNet()
         >>> ptq = PTQ(QuantConfig(skip=["fc.2"]))  # LeNet's output layer stays float
         >>> observed = ptq.quantize(net, example_inputs=torch.randn(2, 1, 28, 28))  # doctest: +SKIP
-        >>> ptq.calibrate(observed, loader)                                       # doctest: +SKIP
+        >>> _ = ptq.calibrate(observed, [torch.randn(8, 1, 28, 28)])              # doctest: +SKIP
         >>> int8_net = ptq.convert(observed)                                      # doctest: +SKIP
     """
 
@@ -107,10 +109,15 @@ class QAT(PTQ):
     ``model.train()`` / ``model.eval()`` switch its BatchNorm and Dropout as usual.
 
     Example:
-        >>> import sampan
+        >>> import sampan, torch
+        >>> from sampan.quantization import QAT, QuantConfig
+        >>> from sampan.vision.models import LeNet
+        >>> net = LeNet()
         >>> qat = QAT(QuantConfig())
         >>> prepared = qat.quantize(net, example_inputs=torch.randn(2, 1, 28, 28))  # doctest: +SKIP
-        >>> model = sampan.Model(prepared).prepare(opt, loss)                        # doctest: +SKIP
+        >>> opt = torch.optim.SGD(prepared.parameters(), lr=0.01)                     # doctest: +SKIP
+        >>> model = sampan.Model(prepared).prepare(opt, torch.nn.CrossEntropyLoss())  # doctest: +SKIP
+        >>> train = torch.utils.data.TensorDataset(torch.randn(64, 1, 28, 28), torch.randint(0, 10, (64,)))
         >>> history = model.fit(train)                                               # doctest: +SKIP
         >>> int8_net = qat.convert(prepared)                                           # doctest: +SKIP
     """

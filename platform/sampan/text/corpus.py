@@ -23,6 +23,7 @@ def peoples_daily(limit: int | None = None) -> list[str]:
         limit: at most this many lines (in corpus order); None for all.
 
     Example:
+        >>> from sampan.text import peoples_daily
         >>> lines = peoples_daily(limit=2)
         >>> lines[0][:4]
         '迈向充满'

@@ -28,7 +28,7 @@ class TextClassificationDataset(Dataset):
         classes: optional class names, in id order; needed for labels given as names.
 
     Example:
-        >>> from sampan.text import CharTokenizer
+        >>> from sampan.text import CharTokenizer, TextClassificationDataset
         >>> tok = CharTokenizer(); _ = tok.build_vocab(["好看", "难看"])
         >>> ds = TextClassificationDataset(["好看", "难看"], [1, 0], tok, max_len=4)
         >>> ds[0]

@@ -8,7 +8,7 @@ positions of it, and returns one ``dim``-wide row per vocabulary id, ready to co
 into an ``nn.Embedding`` (Kim's 2014 "CNN-static/non-static" starting point).
 
 Example:
-    >>> from sampan.text import CharTokenizer
+    >>> from sampan.text import CharTokenizer, ppmi_embeddings
     >>> texts = ["这个很好", "这个不好", "很好看", "不好看"] * 5
     >>> tok = CharTokenizer(); _ = tok.build_vocab(texts)
     >>> ppmi_embeddings(texts, tok, dim=3, window=1).shape

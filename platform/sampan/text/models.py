@@ -3,6 +3,7 @@ one text's ids ``[L]`` count as a batch of one.
 
 Example:
     >>> import torch
+    >>> from sampan.text import TextCNN
     >>> net = TextCNN(vocab_size=100, num_classes=2)
     >>> net(torch.randint(1, 100, (4, 20))).shape
     torch.Size([4, 2])
@@ -48,6 +49,8 @@ class TextCNN(nn.Module):
             embeddings at each position, as Chinese models do with character + bigram embeddings.
 
     Example:
+        >>> import torch
+        >>> from sampan.text import TextCNN
         >>> TextCNN(50, 3, kernel_sizes=(2, 3))(torch.zeros(2, 1, dtype=torch.long)).shape
         torch.Size([2, 3])
         >>> net = TextCNN(50, 2, ngram_vocab_size=80)
@@ -133,6 +136,8 @@ class BiGRU(nn.Module):
         padding_idx: the padding id.
 
     Example:
+        >>> import torch
+        >>> from sampan.text import BiGRU
         >>> BiGRU(50, 2, hidden_size=8)(torch.tensor([[3, 4, 0], [5, 0, 0]])).shape
         torch.Size([2, 2])
     """

@@ -6,6 +6,7 @@ which suits space-separated languages. Both build a :class:`Vocab` and
 ``encode`` batches into padded int64 tensors (padding id 0).
 
 Example:
+    >>> from sampan.text import CharTokenizer
     >>> tok = CharTokenizer()
     >>> vocab = tok.build_vocab(["很好看", "不好看"])
     >>> tok.encode(["很好", "不好看啊"], max_len=4).tolist()
@@ -40,6 +41,7 @@ class Vocab:
         unk_token: the token for anything unknown (id 1).
 
     Example:
+        >>> from sampan.text import Vocab
         >>> v = Vocab.build([["a", "b", "a"], ["c"]], min_freq=1)
         >>> v.tokens, v["a"], v["zzz"]
         (['<pad>', '<unk>', 'a', 'b', 'c'], 2, 1)
@@ -236,6 +238,7 @@ class CharTokenizer(Tokenizer):
         ngram: characters per token, 1 (characters) or more (character n-grams).
 
     Example:
+        >>> from sampan.text import CharTokenizer
         >>> CharTokenizer().tokenize("很 好Ok")
         ['很', '好', 'o', 'k']
         >>> CharTokenizer(ngram=2).tokenize("不好看")
@@ -342,6 +345,7 @@ class WordTokenizer(Tokenizer):
         pattern: the token regular expression.
 
     Example:
+        >>> from sampan.text import WordTokenizer
         >>> WordTokenizer().tokenize("Great movie, 10/10!")
         ['great', 'movie', ',', '10', '/', '10', '!']
     """

@@ -9,6 +9,7 @@ encoder's outputs over the real (non-padding) characters and classifies.
 vocabulary together in the local model zoo (``<data dir>/zoo/<name>.pt``).
 
 Example:
+    >>> from sampan.text import MASK_TOKEN, CharTokenizer, CharTransformer, TransformerConfig, Vocab
     >>> tok = CharTokenizer(Vocab([MASK_TOKEN, "好", "差"]))
     >>> enc = CharTransformer(TransformerConfig(vocab_size=len(tok.vocab), dim=32, heads=2, layers=1, max_len=8))
     >>> enc(tok.encode(["好差"], max_len=8)).shape
@@ -71,6 +72,8 @@ class CharTransformer(nn.Module):
     outputs stay finite); the role of ERNIE / BERT's encoder in PaddleNLP.
 
     Example:
+        >>> import torch
+        >>> from sampan.text import CharTransformer, TransformerConfig
         >>> net = CharTransformer(TransformerConfig(vocab_size=10, dim=16, heads=2, layers=1, max_len=6))
         >>> net(torch.tensor([[3, 4, 0]])).shape
         torch.Size([1, 3, 16])
@@ -110,6 +113,8 @@ class MaskedLMHead(nn.Module):
     label is not -100 (what :func:`mask_tokens` returns), which is all pretraining needs.
 
     Example:
+        >>> import torch
+        >>> from sampan.text import CharTransformer, MaskedLMHead, TransformerConfig
         >>> enc = CharTransformer(TransformerConfig(vocab_size=10, dim=16, heads=2, layers=1, max_len=6))
         >>> MaskedLMHead(enc)(torch.tensor([[3, 2, 4]])).shape
         torch.Size([1, 3, 10])
@@ -140,6 +145,8 @@ class TransformerClassifier(nn.Module):
     A row of padding only (a blank text) averages nothing and gets the head's bias as logits.
 
     Example:
+        >>> import torch
+        >>> from sampan.text import CharTransformer, TransformerClassifier, TransformerConfig
         >>> enc = CharTransformer(TransformerConfig(vocab_size=10, dim=16, heads=2, layers=1, max_len=6))
         >>> TransformerClassifier(enc, 2)(torch.tensor([[3, 4, 0]])).shape
         torch.Size([1, 2])
@@ -174,6 +181,8 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, *, rate: float
         generator: a ``torch.Generator`` for reproducible masks.
 
     Example:
+        >>> import torch
+        >>> from sampan.text import mask_tokens
         >>> inputs, labels = mask_tokens(torch.tensor([[5, 6, 7, 0]]), mask_id=2, vocab_size=9, rate=1.0,
         ...                              generator=torch.Generator().manual_seed(0))
         >>> labels.tolist()
@@ -202,6 +211,7 @@ def save_pretrained(encoder: CharTransformer, tokenizer: CharTokenizer, name: st
     """Writes the encoder's weights, its config and the tokenizer's vocabulary to ``zoo/<name>.pt``, atomically.
 
     Example:
+        >>> from sampan.text import save_pretrained
         >>> save_pretrained(encoder, tokenizer, "char-transformer-zh")  # doctest: +SKIP
     """
     if not isinstance(encoder, CharTransformer):
@@ -224,6 +234,7 @@ def load_pretrained(name: str) -> tuple[CharTransformer, CharTokenizer]:
         sampan.errors.CheckpointError: the file is not a saved CharTransformer.
 
     Example:
+        >>> from sampan.text import load_pretrained
         >>> encoder, tokenizer = load_pretrained("char-transformer-zh")  # doctest: +SKIP
     """
     path = _zoo_file(name)

@@ -7,6 +7,7 @@ parameters before quantization.
 
 Example:
     >>> import torch
+    >>> from sampan.utils.flops import count_params, flops
     >>> net = torch.nn.Linear(4, 2)
     >>> count_params(net), flops(net, torch.randn(1, 4))
     (10, 16)
@@ -38,6 +39,8 @@ def count_params(model: nn.Module, *, nonzero: bool = False, trainable: bool = F
         recurse: include submodules (False: the module's own parameters, as a per-layer table shows).
 
     Example:
+        >>> import torch
+        >>> from sampan.utils.flops import count_params
         >>> count_params(torch.nn.Linear(4, 2))
         10
     """
@@ -52,6 +55,8 @@ def count_flops(run: Callable[[], Any]) -> tuple[int, dict[str, int]]:
     """FLOPs of whatever ``run()`` computes: ``(total, {module name: flops})``.
 
     Example:
+        >>> import torch
+        >>> from sampan.utils.flops import count_flops
         >>> net = torch.nn.Linear(4, 2)
         >>> count_flops(lambda: net(torch.randn(1, 4)))[0]
         16
@@ -67,6 +72,8 @@ def flops(model: nn.Module, *inputs: Any) -> int:
     """FLOPs of one forward pass of ``model`` (in eval mode) on ``inputs``.
 
     Example:
+        >>> import torch
+        >>> from sampan.utils.flops import flops
         >>> flops(torch.nn.Linear(4, 2), torch.randn(1, 4))
         16
     """

@@ -9,6 +9,7 @@ The Sampan kernel calls it before the first cell that uses matplotlib (a ``pre_r
 On Debian/Ubuntu ``apt-get install fonts-noto-cjk`` provides Noto Sans CJK SC (``.ci/run`` installs it).
 
 Example:
+    >>> from sampan.utils.fonts import use_cjk_font
     >>> use_cjk_font()  # doctest: +SKIP
     'Noto Sans CJK SC'
 """
@@ -28,6 +29,7 @@ def cjk_font() -> str | None:
     """The name of the first installed font of :data:`CJK_FONTS` (any font named "CJK" otherwise), or None.
 
     Example:
+        >>> from sampan.utils.fonts import cjk_font
         >>> cjk_font()  # doctest: +SKIP
         'Noto Sans CJK SC'
     """
@@ -43,6 +45,7 @@ def use_cjk_font(*, warn: bool = True) -> str | None:
     is installed, warns once with :data:`INSTALL_HINT` (``warn=False``: silently) and returns None.
 
     Example:
+        >>> from sampan.utils.fonts import use_cjk_font
         >>> import matplotlib.pyplot as plt
         >>> name = use_cjk_font()
         >>> _ = plt.title("损失曲线 (loss)")  # Chinese glyphs, not boxes  # doctest: +SKIP

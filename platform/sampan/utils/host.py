@@ -4,6 +4,7 @@ The profiler's memory timeline, the resource monitor's host reader and the monit
 leak detector all read the host through these functions.
 
 Example:
+    >>> from sampan.utils.host import process_rss
     >>> process_rss() > 0
     True
 """

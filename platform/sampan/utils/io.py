@@ -34,6 +34,7 @@ def atomic_path(path: str | os.PathLike, *, keep_suffix: bool = False, private: 
     widened only before the rename, so a secret is never readable by another account, even for a moment.
 
     Example:
+        >>> from sampan.utils.io import atomic_path
         >>> with atomic_path("out.bin") as tmp:
         ...     _ = tmp.write_bytes(b"data")
     """
@@ -61,6 +62,7 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
     machine (``fcntl.flock``; on a system without it, no lock: the writes stay atomic).
 
     Example:
+        >>> from sampan.utils.io import atomic_write_json, file_lock
         >>> with file_lock("progress.lock"):
         ...     _ = atomic_write_json("progress.json", {"done": True})
     """
@@ -115,6 +117,7 @@ def zoo_dir() -> Path:
     """The local model zoo, ``data_home() / "zoo"``: weights and artifacts lessons produce for later ones.
 
     Example:
+        >>> from sampan.path import zoo_dir
         >>> zoo_dir().name
         'zoo'
     """
@@ -132,6 +135,7 @@ def usable_data_home(action: str = "use the data directory") -> Path:
     """:func:`data_home`, refused with a :class:`~sampan.errors.DataDirectoryError` when it is not a folder.
 
     Example:
+        >>> from sampan.utils.io import usable_data_home
         >>> usable_data_home("load MNIST").name  # doctest: +SKIP
         'sampan'
     """
@@ -148,6 +152,7 @@ def writing_data_home(action: str) -> Iterator[Path]:
     """Yields :func:`usable_data_home`; an ``OSError`` while writing below it names ``SAMPAN_DATA``.
 
     Example:
+        >>> from sampan.utils.io import atomic_write_text, writing_data_home
         >>> with writing_data_home("record your progress") as home:
         ...     _ = atomic_write_text(home / "progress.json", "{}")
     """

@@ -4,6 +4,7 @@ The one home of "remember train mode, switch, restore" (``was_training = m.train
 m.train(was_training)``), which exports, quantization, pruning and FLOP counting all need.
 
 Example:
+    >>> from sampan.utils.modes import eval_mode
     >>> import torch
     >>> net = torch.nn.Dropout()
     >>> with eval_mode(net):

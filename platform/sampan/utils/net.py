@@ -40,6 +40,7 @@ def free_port(preferred: int | None = None) -> int:
     parallel callers rarely try the same); else, where that range is unknown or starts low, one the system picks.
 
     Example:
+        >>> from sampan.utils.net import free_port
         >>> 0 < free_port() < 65536
         True
     """
@@ -61,6 +62,7 @@ def server_port(requested: int, *, program: str) -> int:
     taken, a line on stderr says so and names the port used instead (``sampan lab``, ``dashboard``, ``publish``).
 
     Example:
+        >>> from sampan.utils.net import server_port
         >>> server_port(0, program="sampan lab") > 0
         True
     """

@@ -39,6 +39,7 @@ def missing_kernel(needed_by: str, name: str, installed: Any) -> KernelNotFoundE
     """The error for a notebook (``needed_by``: "Lesson 'x'", "The notebook y.ipynb") whose kernel is not installed.
 
     Example:
+        >>> from sampan.utils.notebooks import missing_kernel
         >>> str(missing_kernel("Lesson 'a'", "old", {"python3": ""}))  # doctest: +ELLIPSIS
         "Lesson 'a' needs the Jupyter kernel 'old', which is not installed here (installed: python3). HINT: ..."
     """
@@ -95,6 +96,7 @@ def guard_async_sends() -> None:
     socket's events again, as its own asyncio ``send`` does.
 
     Example:
+        >>> from sampan.utils.notebooks import guard_async_sends
         >>> guard_async_sends()  # doctest: +SKIP
     """
     import zmq
@@ -132,6 +134,7 @@ def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNE
     """``papermill.execute_notebook(input_path, output_path, **kwargs)``, starting the kernel up to ``attempts`` times.
 
     Example:
+        >>> from sampan.utils.notebooks import execute_notebook
         >>> execute_notebook("lesson.ipynb", "out.ipynb", parameters={"EPOCHS": 1})  # doctest: +SKIP
 
     With ``SAMPAN_FORK_KERNELS=1`` in the environment, a kernel whose command allows it is forked from a server that
@@ -157,6 +160,10 @@ def with_kernel_restarts(run: Callable[[], T], *, attempts: int = KERNEL_START_A
     the start timeout, before answering.
 
     Example:
+        >>> import nbformat
+        >>> from nbclient import NotebookClient
+        >>> from sampan.utils.notebooks import with_kernel_restarts
+        >>> nb = nbformat.read("lesson.ipynb", as_version=4)  # doctest: +SKIP
         >>> with_kernel_restarts(lambda: NotebookClient(nb, kernel_name="python3").execute())  # doctest: +SKIP
     """
     if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:

@@ -56,6 +56,7 @@ def record(name: str, value: Any) -> Any:
         The plain value that was recorded.
 
     Example:
+        >>> from sampan import record
         >>> record("test_acc", 0.981)
         [sampan.record] test_acc = 0.981
         0.981

@@ -19,6 +19,7 @@ def seed_everything(seed: int = 0, *, deterministic: bool = False) -> int:
         The seed, so it can be logged.
 
     Example:
+        >>> from sampan import seed_everything
         >>> seed_everything(42)
         42
     """

@@ -26,6 +26,7 @@ def median_time(fn: Callable[[], object], *, repeat: int = 5, warmup: int = 1) -
     """Median wall time of ``fn()`` in seconds over ``repeat`` runs after ``warmup`` runs.
 
     Example:
+        >>> from sampan.utils.timing import median_time
         >>> median_time(lambda: sum(range(100)), repeat=3) >= 0
         True
     """
@@ -49,6 +50,7 @@ def interleaved_for(fns: dict[str, Callable[[], object]], seconds: float, *, rou
     ``to_static``'s faster path, should cost about the same whatever the model).
 
     Example:
+        >>> from sampan.utils.timing import interleaved_for
         >>> times = interleaved_for({"a": lambda: sum(range(10)), "b": lambda: sum(range(1000))}, 0.01)
         >>> times["a"] < times["b"]
         True
@@ -67,6 +69,7 @@ def interleaved(fns: dict[str, Callable[[], object]], *, repeat: int = 5, warmup
     charged the same candidate.
 
     Example:
+        >>> from sampan.utils.timing import interleaved
         >>> times = interleaved({"a": lambda: sum(range(10)), "b": lambda: sum(range(1000))}, repeat=3)
         >>> sorted(times)
         ['a', 'b']

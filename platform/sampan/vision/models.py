@@ -54,6 +54,8 @@ class LeNet(nn.Module):
         in_channels: input channels (1 for grey images).
 
     Example:
+        >>> import torch
+        >>> from sampan.vision.models import LeNet
         >>> LeNet(num_classes=10)(torch.zeros(1, 1, 28, 28)).shape
         torch.Size([1, 10])
     """
@@ -177,6 +179,8 @@ def resnet18(pretrained: bool | str = False, *, num_classes: int = 1000, in_chan
         **kwargs: passed to torchvision (e.g. ``norm_layer``).
 
     Example:
+        >>> import torch
+        >>> from sampan.vision.models import resnet18
         >>> resnet18(num_classes=10)(torch.zeros(2, 3, 32, 32)).shape
         torch.Size([2, 10])
         >>> resnet18(num_classes=0, with_pool=False)(torch.zeros(2, 3, 64, 64)).shape
@@ -190,6 +194,7 @@ def resnet50(pretrained: bool | str = False, *, num_classes: int = 1000, in_chan
     """ResNet-50 (``torchvision.models.resnet50``); arguments as :func:`resnet18` (2048 feature channels).
 
     Example:
+        >>> from sampan.vision.models import resnet50
         >>> resnet50(num_classes=2).fc.out_features
         2
     """
@@ -204,6 +209,8 @@ def mobilenet_v3_small(
     channels; ``num_classes <= 0`` leaves out the whole classifier, as Paddle does).
 
     Example:
+        >>> import torch
+        >>> from sampan.vision.models import mobilenet_v3_small
         >>> mobilenet_v3_small(num_classes=4)(torch.zeros(2, 3, 64, 64)).shape
         torch.Size([2, 4])
         >>> mobilenet_v3_small(num_classes=0)(torch.zeros(2, 3, 64, 64)).shape
@@ -216,6 +223,7 @@ def zoo_path(name: str) -> Path:
     """Where the local zoo keeps weights called ``name``: ``data_home()/zoo/<name>.pt``.
 
     Example:
+        >>> from sampan.vision.models import zoo_path
         >>> zoo_path("resnet18").name
         'resnet18.pt'
     """
@@ -232,6 +240,7 @@ def save_to_zoo(net: nn.Module, name: str) -> Path:
     Accepts an ``nn.Module`` or a ``sampan.Model`` (its ``network`` is saved).
 
     Example:
+        >>> from sampan.vision.models import LeNet, save_to_zoo
         >>> path = save_to_zoo(LeNet(), "lenet-digits")
     """
     module = net if isinstance(net, nn.Module) else getattr(net, "network", None)
@@ -265,6 +274,7 @@ def load_from_zoo(net: nn.Module, name: str, *, head: tuple[str, ...] = ()) -> n
         sampan.errors.CheckpointError: the weights belong to another architecture.
 
     Example:
+        >>> from sampan.vision.models import LeNet, load_from_zoo
         >>> net = load_from_zoo(LeNet(), "lenet-digits")  # doctest: +SKIP
     """
     path = zoo_path(name)

@@ -14,6 +14,7 @@ not Paddle's 0..255 scale (``127.5``).
 
 Example:
     >>> import numpy as np
+    >>> from sampan.vision.transforms import Compose, Normalize, Resize, ToTensor
     >>> t = Compose([ToTensor(), Resize(16), Normalize(mean=0.5, std=0.5)])
     >>> t(np.zeros((28, 28, 3), dtype=np.uint8)).shape
     torch.Size([3, 16, 16])
@@ -103,6 +104,8 @@ class Transpose:
     As in Paddle, a HW array (or PIL image) is taken as HW1 first, so one channel becomes ``[1, H, W]``.
 
     Example:
+        >>> import numpy as np
+        >>> from sampan.vision.transforms import Transpose
         >>> Transpose()(np.zeros((4, 5, 3))).shape
         (3, 4, 5)
         >>> Transpose()(np.zeros((4, 5))).shape
@@ -151,6 +154,8 @@ class ToTensor(v2.Compose):
         data_format: ``"CHW"`` (default) or ``"HWC"``.
 
     Example:
+        >>> import numpy as np
+        >>> from sampan.vision.transforms import ToTensor
         >>> ToTensor()(np.full((2, 2, 3), 255, dtype=np.uint8)).shape
         torch.Size([3, 2, 2])
     """
@@ -177,6 +182,8 @@ class Normalize(v2.Normalize):
         inplace: modify the input tensor.
 
     Example:
+        >>> import torch
+        >>> from sampan.vision.transforms import Normalize
         >>> Normalize(mean=0.5, std=0.5)(torch.ones(1, 2, 2)).tolist()
         [[[1.0, 1.0], [1.0, 1.0]]]
     """
@@ -211,6 +218,8 @@ class RandomHorizontalFlip(_TakesArrays, v2.RandomHorizontalFlip):
     """Flips left-right with probability ``prob`` (``v2.RandomHorizontalFlip``; Paddle's name, ``prob`` and ndarrays).
 
     Example:
+        >>> import torch
+        >>> from sampan.vision.transforms import RandomHorizontalFlip
         >>> RandomHorizontalFlip(prob=1.0)(torch.tensor([[[1.0, 2.0]]])).tolist()
         [[[2.0, 1.0]]]
     """
@@ -223,6 +232,8 @@ class RandomVerticalFlip(_TakesArrays, v2.RandomVerticalFlip):
     """Flips top-bottom with probability ``prob`` (``v2.RandomVerticalFlip``; Paddle's name, ``prob`` and ndarrays).
 
     Example:
+        >>> import torch
+        >>> from sampan.vision.transforms import RandomVerticalFlip
         >>> RandomVerticalFlip(prob=1.0)(torch.tensor([[[1.0], [2.0]]])).tolist()
         [[[2.0], [1.0]]]
     """

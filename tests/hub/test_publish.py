@@ -86,6 +86,32 @@ def test_a_chinese_notebook_name_gets_an_ascii_name_that_says_so(home, capsys):
         gallery.publish(home / "apps" / "我的.ipynb", name="我的", thumbnail=False)
 
 
+def test_a_chinese_notebook_shows_its_title_in_the_galleries_under_an_ascii_url_name(home):
+    """The galleries showed only `dashboard_1a2b3c4d` for 手写数字识别.ipynb: its title is now the file name (or
+    --title), while the name in the URL stays ASCII; an entry published before titles shows its name."""
+    from sampan.hub.service import render_gallery
+
+    source = notebook(home / "手写数字识别.ipynb")
+    assert main(["publish", str(source), "--no-thumbnail"]) == 0
+    (entry,) = gallery.list_published()
+    assert entry.name == gallery.default_name(source) and entry.name.isascii() and entry.title == "手写数字识别"
+    catalog = json.loads((gallery.gallery_dir() / "gallery.json").read_text())["dashboards"]
+    assert catalog[entry.name]["title"] == "手写数字识别"
+    page = json.loads((gallery.gallery_dir() / gallery.INDEX).read_text())["cells"][0]["source"]
+    assert ">手写数字识别</div>" in page and f'href="{entry.name}.ipynb"' in page and f"<code>{entry.name}</code>" in page
+    shared = render_gallery([("alice", catalog[entry.name])], live=True)
+    assert f'<a href="gallery/alice/{entry.name}">手写数字识别</a> <small><code>{entry.name}</code></small>' in shared
+    assert f'href="../live/voila/render/alice/{entry.name}.ipynb"' in shared
+
+    assert main(["publish", str(source), "--name", "digits", "--title", "手写数字 LeNet", "--no-thumbnail"]) == 0
+    assert {p.name: p.title for p in gallery.list_published()}["digits"] == "手写数字 LeNet"
+    old = {"name": "old_app", "source": "old_app.ipynb", "published_at": "2026-01-01T00:00:00+00:00", "thumbnail": None}
+    (gallery.gallery_dir() / "gallery.json").write_text(json.dumps({"version": 1, "dashboards": {"old_app": old}}))
+    assert [(p.name, p.title) for p in gallery.list_published()] == [("old_app", "old_app")]
+    assert ">old&#95;app</div>" in gallery.index_notebook({"old_app": old})["cells"][0]["source"]
+    assert '<a href="gallery/alice/old_app">old_app</a>' in render_gallery([("alice", old)])
+
+
 def test_cli_publish_list_remove(home, capsys, tmp_path):
     source = notebook(home / "app.ipynb")
     assert main(["publish", str(source), "--no-thumbnail"]) == 0

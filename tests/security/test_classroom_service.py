@@ -62,6 +62,31 @@ def test_a_fifo_or_a_huge_file_in_a_gallery_does_not_hang_the_service(tmp_path):
     assert render_dashboard(users, "eve", "big") is None
 
 
+def test_a_title_in_a_learners_gallery_shows_as_text_in_the_class_gallery(tmp_path):
+    """A dashboard's title is the learner's own text (gallery.json is theirs to edit), shown in the teacher's and
+    classmates' browsers: markup shows as text, a bidi override or a newline is dropped, a long one is capped,
+    and one of another type shows the name."""
+    from sampan.hub.gallery import index_notebook
+    from sampan.hub.service import render_gallery
+
+    attack = "<script>alert('x')</script><img src=x onerror=alert(1)>\u202e[go](javascript:alert(2)) $x$\n# big"
+    users = tmp_path / "users"
+    when = "2026-12-05T10:00:00"
+    entries = {"xss": {"name": "xss", "published_at": when, "title": attack},
+               "long": {"name": "long", "published_at": when, "title": "长" * 1000},
+               "odd": {"name": "odd", "published_at": when, "title": {"<script>": 1}}}
+    _gallery(users, "mallory", entries)
+    page = render_gallery(published(users), live=True)
+    assert "<script" not in page and "<img" not in page and "\u202e" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;[go]" in page
+    assert "长" * 79 + "…</a>" in page and "长" * 80 not in page  # at most 80 characters
+    assert '<a href="gallery/mallory/odd">odd</a>' in page  # not a string: the name
+    cell = index_notebook(entries)["cells"][0]["source"]  # the learner's own gallery page, a markdown cell
+    assert "<script" not in cell and "<img src=x" not in cell and "\u202e" not in cell
+    assert "](javascript:" not in cell and "$x$" not in cell and "\n# big" not in cell
+    assert "&#60;script&#62;alert&#40;&#39;x&#39;&#41;" in cell
+
+
 def test_one_learner_cannot_flood_the_store_that_the_class_pages_summarise(monkeypatch):
     monkeypatch.setattr(progress_store, "MAX_LESSONS_PER_USER", 3)
     monkeypatch.setattr(progress_store, "MAX_EVENTS_PER_USER", 5)

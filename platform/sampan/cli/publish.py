@@ -8,6 +8,7 @@ browser, preheated kernels); the gallery page shows a thumbnail per dashboard.
 Examples:
     sampan publish apps/digits.ipynb
     sampan publish apps/digits.ipynb --name digits --no-thumbnail
+    sampan publish 手写数字识别.ipynb --name digits --title "手写数字识别 (LeNet)"
     sampan publish --list
     sampan publish --remove digits
     sampan publish --serve --port 8870
@@ -26,6 +27,8 @@ def add_parser(subparsers) -> None:
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebook", nargs="?", default=None, help="the .ipynb to publish (inside your folder)")
     parser.add_argument("--name", default=None, help="dashboard name (default: the notebook's file name)")
+    parser.add_argument("--title", default=None,
+                        help="what the galleries show, any language (default: the notebook's file name)")
     parser.add_argument("--no-thumbnail", action="store_true", help="skip the headless-Chromium thumbnail")
     parser.add_argument("--list", action="store_true", help="list the published dashboards")
     parser.add_argument("--remove", metavar="NAME", default=None, help="remove a dashboard from the gallery")
@@ -43,7 +46,7 @@ def run(args) -> int:
             gallery.remove(args.remove)
             print(f"Removed {args.remove} from the gallery")
         elif args.notebook:
-            entry = gallery.publish(args.notebook, name=args.name, thumbnail=not args.no_thumbnail)
+            entry = gallery.publish(args.notebook, name=args.name, title=args.title, thumbnail=not args.no_thumbnail)
             print(f"Published {entry.name} (from {entry.source}); "
                   f"thumbnail: {entry.thumbnail or 'placeholder'}. Serve the gallery: sampan publish --serve")
     except (FileNotFoundError, ValueError, KeyError, UnsafeFileError) as exc:
@@ -52,7 +55,8 @@ def run(args) -> int:
         return 2
     if args.list or not (args.notebook or args.remove or args.serve):
         entries = gallery.list_published()
-        print("\n".join(f"{e.name}\t{e.published_at}\t{e.source}" for e in entries) or "(nothing published yet)")
+        print("\n".join(f"{e.name}\t{e.published_at}\t{e.source}\t{e.title}" for e in entries)
+              or "(nothing published yet)")
     if args.serve:
         return _serve(args)
     return 0

@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import sys
+import unicodedata
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,6 +35,7 @@ LEARNER_HOME_ENV = "SAMPAN_LEARNER_HOME"
 INDEX = "index.ipynb"
 # ASCII only: the class gallery's routes (hub/service.py) and the live service (hub/live.py) take no other name
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+TITLE_CHARS = 80
 PLACEHOLDER_SVG = (
     '<svg xmlns="http://www.w3.org/2000/svg" width="320" height="200"><rect width="100%" height="100%" '
     'fill="#eef1f5"/><text x="50%" y="50%" font-family="sans-serif" font-size="18" fill="#667" '
@@ -49,12 +51,15 @@ class Published:
         source: where it was published from, relative to the learner's folder.
         published_at: UTC ISO time of the last publish.
         thumbnail: ``thumbs/<name>.png`` or None (the gallery shows a placeholder).
+        title: what the galleries show, in the learner's language (default: the notebook's file name without
+            ``.ipynb``); :func:`list_published` gives the name for an entry published before titles.
     """
 
     name: str
     source: str
     published_at: str
     thumbnail: str | None = None
+    title: str | None = None
 
 
 def gallery_dir() -> Path:
@@ -78,7 +83,21 @@ def _load_catalog() -> dict[str, dict]:
 
 def list_published() -> list[Published]:
     """The gallery's dashboards, sorted by name."""
-    return [Published(**entry) for _, entry in sorted(_load_catalog().items())]
+    return [Published(**{**entry, "title": title_of(entry)}) for _, entry in sorted(_load_catalog().items())]
+
+
+def clean_title(title: str) -> str:
+    """``title`` on one line, without control or format characters (bidi overrides, zero-width), at most
+    :data:`TITLE_CHARS` characters."""
+    line = "".join(ch for ch in " ".join(title.split()) if not unicodedata.category(ch).startswith("C"))
+    return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 1] + "…"
+
+
+def title_of(entry: dict) -> str:
+    """The title a gallery shows for a gallery.json entry (:func:`clean_title`): its name when it has no title
+    (published before titles) or one that is not a string (a hand-edited gallery.json)."""
+    title = entry.get("title")
+    return (clean_title(title) if isinstance(title, str) else "") or str(entry.get("name", ""))
 
 
 def check_notebook(notebook: str | os.PathLike) -> Path:
@@ -143,7 +162,8 @@ def _plain_name(stem: str) -> str | None:
     return name if stem.isascii() and _NAME.match(name) and name != Path(INDEX).stem else None
 
 
-def publish(notebook: str | os.PathLike, *, name: str | None = None, thumbnail: bool = True) -> Published:
+def publish(notebook: str | os.PathLike, *, name: str | None = None, title: str | None = None,
+            thumbnail: bool = True) -> Published:
     """Adds (or updates) a learner's notebook in their gallery.
 
     Args:
@@ -151,6 +171,8 @@ def publish(notebook: str | os.PathLike, *, name: str | None = None, thumbnail: 
         name: the dashboard's name, ASCII letters, digits, ``_`` and ``-`` (default: :func:`default_name`, the
             notebook's file name without ``.ipynb``; a note on stderr gives the name chosen for a file name with
             other characters).
+        title: what the galleries show, any language (default: the notebook's file name without ``.ipynb``,
+            so ``手写数字识别.ipynb`` shows as 手写数字识别 under an ASCII name); see :func:`clean_title`.
         thumbnail: take a picture of the notebook's saved outputs with headless Chromium.
 
     Returns:
@@ -167,6 +189,9 @@ def publish(notebook: str | os.PathLike, *, name: str | None = None, thumbnail: 
             print(f"sampan publish: a dashboard name is part of its URL (ASCII letters, digits, '_', '-'); "
                   f"publishing {path.name} as {name} (choose another with --name)", file=sys.stderr)
     name = _check_name(name)
+    if title is not None and not isinstance(title, str):
+        raise ValueError(bad_argument("title", title, "a string", "pass --title 我的应用"))
+    title = clean_title(title or "") or clean_title(path.stem) or name
     folder = gallery_dir()
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write(folder / f"{name}.ipynb", lambda tmp: shutil.copyfile(path, tmp))
@@ -176,7 +201,7 @@ def publish(notebook: str | os.PathLike, *, name: str | None = None, thumbnail: 
         thumb = f"thumbs/{name}.png" if png is not None else None
     entry = Published(name=name, source=str(path.relative_to(learner_root())),
                       published_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                      thumbnail=thumb)
+                      thumbnail=thumb, title=title)
     catalog = _load_catalog()
     catalog[name] = asdict(entry)
     _save(catalog)
@@ -216,14 +241,15 @@ def _thumb_uri(entry: dict) -> str:
 
 
 def index_notebook(catalog: dict[str, dict]) -> dict:
-    """The gallery page: one markdown cell with a card (thumbnail, name, link) per dashboard."""
+    """The gallery page: one markdown cell with a card (thumbnail, title, name, date, link) per dashboard."""
     from html import escape
 
     cards = [
         f'<a class="sampan-card" href="{escape(n)}.ipynb" style="display:inline-block;margin:8px;width:260px;'
         f'text-decoration:none;color:inherit;border:1px solid #ccd;border-radius:6px;padding:6px">'
         f'<img alt="{escape(n)}" src="{_thumb_uri(e)}" style="width:100%;height:160px;object-fit:cover"/>'
-        f'<div style="font-weight:600">{escape(n)}</div><div style="font-size:80%">{escape(e["published_at"])}</div></a>'
+        f'<div class="tex2jax_ignore mathjax_ignore" style="font-weight:600">{_markdown_text(title_of(e))}</div>'
+        f'<div style="font-size:80%"><code>{escape(n)}</code> {escape(e["published_at"])}</div></a>'
         for n, e in sorted(catalog.items())
     ]
     body = "".join(cards) if cards else "<p>Nothing published yet: <code>sampan publish NOTEBOOK.ipynb</code></p>"
@@ -233,6 +259,12 @@ def index_notebook(catalog: dict[str, dict]) -> dict:
         "cells": [{"cell_type": "markdown", "id": "gallery", "metadata": {},
                    "source": f"# Dashboard gallery\n\n<div class=\"sampan-gallery\">{body}</div>\n"}],
     }
+
+
+def _markdown_text(text: str) -> str:
+    """``text`` as literal text in a markdown cell's HTML: HTML's (``<>&"'``), markdown's and MathJax's (``$``)
+    special characters as character references."""
+    return "".join(f"&#{ord(ch)};" if ch in "<>&\"'\\`*_{}[]()#+-.!|~$" else ch for ch in text)
 
 
 def take_thumbnail(notebook: Path, png: Path) -> Path | None:

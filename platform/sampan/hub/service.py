@@ -166,15 +166,21 @@ def _well_formed(entry: Any) -> bool:
 
 
 def render_gallery(entries: list[tuple[str, dict[str, Any]]], live: bool = False) -> str:
-    """The class gallery page: one link per published dashboard (its snapshot), and its live page when ``live``."""
-    def links(user: str, name: str) -> str:
-        snapshot = f'<a href="gallery/{escape(user)}/{escape(name)}">{escape(name)}</a>'
+    """The class gallery page: one link per published dashboard (its snapshot) showing its title, with its URL name
+    in small text, and its live page when ``live``. Titles are the learners' text: escaped, on one line, capped
+    (:func:`sampan.hub.gallery.title_of`)."""
+    from sampan.hub.gallery import title_of
+
+    def links(user: str, e: dict[str, Any]) -> str:
+        name = e["name"]
+        snapshot = (f'<a href="gallery/{escape(user)}/{escape(name)}">{escape(title_of(e))}</a> '
+                    f'<small><code>{escape(name)}</code></small>')
         if not live:
             return f"<td>{snapshot}</td>"
         live_page = f"../live/voila/render/{escape(user)}/{escape(name)}.ipynb"  # sampan.hub.live.live_url
         return f'<td>{snapshot}</td><td><a class="live" href="{live_page}">open live</a></td>'
 
-    rows = "".join(f"<tr>{links(user, e['name'])}"
+    rows = "".join(f"<tr>{links(user, e)}"
                    f"<td>{escape(user)}</td><td>{escape(_when(e.get('published_at')))}</td></tr>"
                    for user, e in entries)
     live_head, span = ("<th>live</th>", 4) if live else ("", 3)

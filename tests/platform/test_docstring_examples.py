@@ -21,11 +21,6 @@ _ROOT = Path(__file__).resolve().parents[2]
 _PACKAGES = {"sampan": _ROOT / "platform" / "sampan", "sampan_widgets": _ROOT / "widgets" / "sampan_widgets"}
 _FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
-# Examples known to fail, in files being changed elsewhere: each fails here until mended, and passes then (strict),
-# so that whoever mends it removes it from this list.
-_KNOWN_FAILING: dict[str, str] = {}
-
-
 def _modules_with_examples() -> list[str]:
     names = []
     for package, folder in _PACKAGES.items():
@@ -37,11 +32,6 @@ def _modules_with_examples() -> list[str]:
                 parts = parts[:-1]
             names.append(".".join((package, *parts)))
     return names
-
-
-def _params() -> list:
-    return [pytest.param(name, marks=pytest.mark.xfail(reason=_KNOWN_FAILING[name], strict=True))
-            if name in _KNOWN_FAILING else name for name in _modules_with_examples()]
 
 
 def _private(qualified: str) -> bool:
@@ -62,7 +52,7 @@ def restored_settings():
     os.environ.update(environ)
 
 
-@pytest.mark.parametrize("name", _params())
+@pytest.mark.parametrize("name", _modules_with_examples())
 def test_docstring_examples(name, tmp_path, monkeypatch, one_thread, restored_settings):
     monkeypatch.chdir(tmp_path)
     module = importlib.import_module(name)

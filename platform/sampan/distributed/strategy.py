@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import math
 import re
 from typing import Any
 
@@ -112,17 +111,21 @@ class DDPStrategy(Strategy):
         rank, as ``paddle.Model`` gathers them for its metrics. When the ranks' shapes agree beyond the first
         dimension: one batch, the ranks' rows in turn (the data's order under a ``DistributedSampler``: rank r's
         row k is sample ``r + k * world``); else each rank's batch in turn. Batches without rows are left out.
-        Shapes may differ across ranks (variable-length outputs): two ``all_gather`` calls, the shapes, then the
-        bytes padded to the longest; ``all_gather_object`` for values that are not tensors."""
+        Shapes may differ across ranks (variable-length outputs: torchmetrics' ``gather_all_tensors`` pads and
+        trims); ``all_gather_object`` for values that are not tensors."""
         if self.world_size == 1:
             return [list(values)]
         if not all(isinstance(v, torch.Tensor) for v in values):
             everyone: list[Any] = [None] * self.world_size
             dist.all_gather_object(everyone, list(values), group=self._barrier_group)
             return [list(v) for v in everyone]
+        from torchmetrics.utilities.distributed import gather_all_tensors
+
         on_gpu = bool(values) and all(v.is_cuda for v in values) and "nccl" in str(dist.get_backend())
-        per_rank = _all_gather_tensors(values, None if on_gpu else self._barrier_group,
-                                       values[0].device if on_gpu else torch.device("cpu"))
+        group = None if on_gpu else self._barrier_group  # CPU tensors through the gloo group
+        per_value = [gather_all_tensors(v.detach() if on_gpu else v.detach().cpu(), group) for v in values]
+        per_rank = [[gathered[rank].to(v.device) for gathered, v in zip(per_value, values)]
+                    for rank in range(self.world_size)]
         if all(v.ndim for v in values) and all(len({p[i].shape[1:] for p in per_rank}) == 1
                                                for i in range(len(values))):
             merged = [_in_data_order([p[i] for p in per_rank]) for i in range(len(values))]
@@ -180,40 +183,6 @@ def _interleave(per_rank: list[list[list[torch.Tensor]]], limit: int) -> list[li
             merged.append(outputs)
             seen += len(outputs[0])
     return merged
-
-
-_MAX_DIMS = 16
-
-
-def _all_gather_tensors(tensors: list[torch.Tensor], group: Any, device: torch.device) -> list[list[torch.Tensor]]:
-    """``tensors`` of every rank, ``[rank][i]``, whatever their shapes (their dtypes agree): ``all_gather`` of the
-    shapes, then of the bytes padded to the longest rank's; sent through ``device``, returned on the tensors'."""
-    meta = torch.zeros(len(tensors), 1 + _MAX_DIMS, dtype=torch.int64)
-    for i, t in enumerate(tensors):
-        if t.ndim > _MAX_DIMS:
-            raise SampanError(f"Gathering a metric's inputs across ranks takes tensors of at most {_MAX_DIMS} "
-                              f"dimensions; this one has the shape {list(t.shape)}. HINT: reshape the outputs or "
-                              f"labels in the network to fewer dimensions.")
-        meta[i, 0] = t.ndim
-        meta[i, 1:1 + t.ndim] = torch.tensor(t.shape, dtype=torch.int64)
-    metas = [torch.empty_like(meta, device=device) for _ in range(dist.get_world_size())]
-    dist.all_gather(metas, meta.to(device), group=group)
-    shapes = [[tuple(row[1:1 + row[0]]) for row in m.tolist()] for m in metas]
-    sizes = [[math.prod(shape) * t.element_size() for shape, t in zip(rank, tensors)] for rank in shapes]
-    longest = max(sum(rank) for rank in sizes)
-    mine = torch.zeros(longest, dtype=torch.uint8, device=device)
-    flat = [t.detach().contiguous().reshape(-1).view(torch.uint8).to(device) for t in tensors]
-    if flat:
-        joined = torch.cat(flat)
-        mine[:len(joined)] = joined
-    received = [torch.empty_like(mine) for _ in shapes]
-    dist.all_gather(received, mine, group=group)
-    per_rank = []
-    for data, rank_shapes, rank_sizes in zip(received, shapes, sizes):
-        parts = data.split([*rank_sizes, longest - sum(rank_sizes)])
-        per_rank.append([part.clone().view(t.dtype).reshape(shape).to(t.device)  # clone: aligned for view
-                         for part, shape, t in zip(parts, rank_shapes, tensors)])
-    return per_rank
 
 
 def _in_data_order(parts: list[torch.Tensor]) -> torch.Tensor:

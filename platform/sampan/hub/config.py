@@ -32,6 +32,7 @@ from pathlib import Path
 from sampan.errors import bad_argument
 from sampan.hub.live import LIVE_SERVICE, LIVE_BOOT, LivePlan, live_plan, make_live_dir, reachable_by
 from sampan.hub.roster import by_role, read_roster
+from sampan.utils.imports import light_boot
 from sampan.utils.io import atomic_write_text
 from sampan.utils.net import free_port
 
@@ -39,9 +40,7 @@ SERVICE = "progress"
 # The progress service needs only the standard library, tornado and JupyterHub, but `python -m
 # sampan.hub.service` would first run sampan/__init__ (which imports torch: seconds, ~0.5 GiB), and
 # JupyterHub gives a managed service about ten seconds to answer. The service's command skips it.
-SERVICE_BOOT = ("import importlib.util, sys, types; pkg = types.ModuleType('sampan'); "
-                "pkg.__path__ = list(importlib.util.find_spec('sampan').submodule_search_locations); "
-                "sys.modules['sampan'] = pkg; from sampan.hub.service import main; main()")
+SERVICE_BOOT = light_boot("from sampan.hub.service import main; main()")
 CULLER = "idle-culler"
 CUSTOM_SCOPES = {
     "custom:progress:read": {"description": "Read every learner's progress on the teacher dashboard."},

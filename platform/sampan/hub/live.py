@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Literal
 
 from sampan.errors import bad_argument
+from sampan.utils.imports import light_boot
 
 LIVE_SERVICE = "live"
 MODES = ("auto", "on", "off")
@@ -73,10 +74,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # gallery._NAME: what `
 # As for the progress service (config.SERVICE_BOOT): skip sampan/__init__ (torch), then run Voilà with the
 # arguments :func:`voila_arguments` prepared, as `python -m voila` would (with sampan.utils.notebooks.run_voila's
 # mend for a cell's lost reply).
-LIVE_BOOT = ("import importlib.util, sys, types; pkg = types.ModuleType('sampan'); "
-             "pkg.__path__ = list(importlib.util.find_spec('sampan').submodule_search_locations); "
-             "sys.modules['sampan'] = pkg; from sampan.hub.live import prepare_process; "
-             "from sampan.utils.notebooks import run_voila; run_voila(prepare_process())")
+LIVE_BOOT = light_boot("from sampan.hub.live import prepare_process; from sampan.utils.notebooks import run_voila; "
+                       "run_voila(prepare_process())")
 
 
 @dataclass(frozen=True)

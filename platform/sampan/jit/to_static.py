@@ -78,7 +78,6 @@ class StaticFunction:
         self.training_passes: list[str] = []  # set by Model.prepare(to_static=True): fused optimizer, layout
         self._train_path: str | None = None  # the path training calls take: set by the probe or a checkpoint
         self.on_layout_change: Callable[[], object] | None = None  # Model.prepare: align the optimizer's state
-        self._sampan_static = self
         self._compiled: dict[bool | str, Callable] = {}
         self._frozen_fingerprint: tuple | None = None
         self._frozen_storages: list = []  # the frozen generation's weight storages, kept while it may serve
@@ -843,12 +842,11 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
         current = layer.__dict__.get("forward")
         if isinstance(current, StaticFunction):
             return layer
-        declared = inspect.getattr_static(type(layer), "forward", None)
-        if isinstance(declared, StaticFunction):  # @to_static on the class's forward: its options, this layer's state
+        declared = static_forward(layer)  # not the layer's own (above): @to_static on its class's forward
+        if declared is not None:  # the decorator's options, this layer's state
             layer.forward = declared._for_layer(layer, input_spec)
         else:
             layer.forward = StaticFunction(layer.forward, layer=layer, **options)
-        layer._sampan_static = layer.forward
         return layer
     if callable(layer_or_function):
         return StaticFunction(layer_or_function, layer=None, **options)
@@ -877,5 +875,4 @@ def not_to_static(layer: nn.Module) -> nn.Module:
     """Undoes :func:`to_static` on a layer (its ``forward`` runs eagerly again)."""
     if isinstance(layer.__dict__.get("forward"), StaticFunction):
         del layer.forward
-        layer.__dict__.pop("_sampan_static", None)
     return layer

@@ -46,7 +46,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, first_line
 from sampan.quantization.dynamic import Int8Linear, Int8RNN, _dequantize
 from sampan.utils.imports import require
 
@@ -305,8 +305,8 @@ class Int8Compiled(nn.Module):
         """After inductor failed: without max-autotune if it was on, else eagerly; ``kernels`` and a warning say
         why."""
         inner = getattr(exc, "inner_exception", exc)
-        lines = f"{type(inner).__name__}: {inner}".splitlines()
-        reason = "; ".join([lines[0]] + [line.strip() for line in lines[1:] if line.strip().startswith("target:")])
+        targets = [line.strip() for line in str(inner).splitlines() if line.strip().startswith("target:")]
+        reason = "; ".join([f"{type(inner).__name__}: {first_line(inner)}", *targets])
         if self.max_autotune:
             self.max_autotune = False
             self._compiled = self._compile()

@@ -22,6 +22,22 @@ _OPTIONAL = {
 }
 
 
+def light_boot(code: str) -> str:
+    """``python -c`` code that runs ``code`` with Sampan's modules importable without ``sampan/__init__`` (which
+    imports torch: seconds, ~0.5 GiB): for servers that need none of it (the hub's services, Voilà).
+
+    Example:
+        >>> import subprocess, sys
+        >>> from sampan.utils.imports import light_boot
+        >>> subprocess.run([sys.executable, "-c", light_boot("import sampan.errors; print('torch' in sys.modules)")],
+        ...                capture_output=True, text=True).stdout.strip()
+        'False'
+    """
+    return ("import importlib.util, sys, types; pkg = types.ModuleType('sampan'); "
+            "pkg.__path__ = list(importlib.util.find_spec('sampan').submodule_search_locations); "
+            f"sys.modules['sampan'] = pkg; {code}")
+
+
 def require(name: str) -> ModuleType:
     """Imports an optional module or raises ``ImportError`` naming the pip package to install.
 

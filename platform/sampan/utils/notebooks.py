@@ -18,7 +18,7 @@ import sys
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from sampan.errors import SampanError, bad_argument
-from sampan.utils.imports import require
+from sampan.utils.imports import light_boot, require
 
 _log = logging.getLogger("sampan.notebooks")
 
@@ -26,9 +26,7 @@ KERNEL_START_ATTEMPTS = 3
 T = TypeVar("T")
 # `python -c VOILA_BOOT ARGS...` runs `voila ARGS...` with guard_async_sends, without importing sampan/__init__
 # (torch) into the server (its kernels import what their notebooks need)
-VOILA_BOOT = ("import importlib.util, sys, types; pkg = types.ModuleType('sampan'); "
-              "pkg.__path__ = list(importlib.util.find_spec('sampan').submodule_search_locations); "
-              "sys.modules['sampan'] = pkg; from sampan.utils.notebooks import run_voila; run_voila(sys.argv[1:])")
+VOILA_BOOT = light_boot("from sampan.utils.notebooks import run_voila; run_voila(sys.argv[1:])")
 
 
 class KernelNotFoundError(SampanError, LookupError):

@@ -100,7 +100,8 @@ def test_a_chinese_notebook_shows_its_title_in_the_galleries_under_an_ascii_url_
     page = json.loads((gallery.gallery_dir() / gallery.INDEX).read_text())["cells"][0]["source"]
     assert ">手写数字识别</div>" in page and f'href="{entry.name}.ipynb"' in page and f"<code>{entry.name}</code>" in page
     shared = render_gallery([("alice", catalog[entry.name])], live=True)
-    assert f'<a href="gallery/alice/{entry.name}">手写数字识别</a> <small><code>{entry.name}</code></small>' in shared
+    assert (f'<a href="gallery/alice/{entry.name}"><bdi>手写数字识别</bdi></a> <small><code>{entry.name}</code></small>'
+            in shared)
     assert f'href="../live/voila/render/alice/{entry.name}.ipynb"' in shared
 
     assert main(["publish", str(source), "--name", "digits", "--title", "手写数字 LeNet", "--no-thumbnail"]) == 0
@@ -109,7 +110,43 @@ def test_a_chinese_notebook_shows_its_title_in_the_galleries_under_an_ascii_url_
     (gallery.gallery_dir() / "gallery.json").write_text(json.dumps({"version": 1, "dashboards": {"old_app": old}}))
     assert [(p.name, p.title) for p in gallery.list_published()] == [("old_app", "old_app")]
     assert ">old&#95;app</div>" in gallery.index_notebook({"old_app": old})["cells"][0]["source"]
-    assert '<a href="gallery/alice/old_app">old_app</a>' in render_gallery([("alice", old)])
+    assert '<a href="gallery/alice/old_app"><bdi>old_app</bdi></a>' in render_gallery([("alice", old)])
+
+
+def test_a_hand_edited_gallery_json_leaves_out_the_odd_entries_with_a_warning_and_keeps_them_in_the_file(home):
+    """gallery.json is the learner's to edit. An entry with a key `publish` never writes, one without a time, one
+    with a number for a time, one of another shape: `sampan publish --list` and the gallery page broke on each
+    (TypeError, KeyError). Now the good entries show (a missing time as none), each odd one is named in a
+    warning, and publishing again keeps them all in the file."""
+    notebook(home / "app.ipynb")
+    assert main(["publish", str(home / "app.ipynb"), "--no-thumbnail"]) == 0
+    path = gallery.gallery_dir() / "gallery.json"
+    data = json.loads(path.read_text())
+    data["dashboards"].update({
+        "extra": {"name": "extra", "source": "extra.ipynb", "published_at": None, "colour": "blue"},
+        "no_time": {"name": "no_time", "source": "x.ipynb"},
+        "number_time": {"name": "number_time", "published_at": 20261206},
+        "not_a_dict": ["name", "published_at"],
+        "bad_name": {"name": "../escape", "published_at": "2026-12-06T08:00:00+00:00"}})
+    path.write_text(json.dumps(data))
+    with pytest.warns(RuntimeWarning) as caught:
+        listed = gallery.list_published()
+    assert [(p.name, p.published_at) for p in listed][0] == ("app", data["dashboards"]["app"]["published_at"])
+    shown = [(p.name, p.published_at, p.title) for p in listed][1:]
+    assert shown == [("extra", "", "extra"), ("no_time", "", "no_time")]
+    named = " ".join(str(w.message) for w in caught)
+    assert all(f"'{key}'" in named for key in ("number_time", "not_a_dict", "bad_name"))
+    assert "'extra'" not in named and "'no_time'" not in named
+    assert "run `sampan publish` on its notebook again" in named
+    page = gallery.index_notebook(data["dashboards"])["cells"][0]["source"]
+    assert 'href="app.ipynb"' in page and 'href="extra.ipynb"' in page and "escape" not in page
+
+    notebook(home / "second.ipynb")
+    with pytest.warns(RuntimeWarning):
+        assert main(["publish", str(home / "second.ipynb"), "--no-thumbnail"]) == 0
+        assert main(["publish", "--list"]) == 0
+    kept = json.loads(path.read_text())["dashboards"]
+    assert {"extra", "no_time", "number_time", "not_a_dict", "bad_name", "second"} <= set(kept)
 
 
 def test_cli_publish_list_remove(home, capsys, tmp_path):

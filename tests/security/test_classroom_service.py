@@ -79,12 +79,49 @@ def test_a_title_in_a_learners_gallery_shows_as_text_in_the_class_gallery(tmp_pa
     page = render_gallery(published(users), live=True)
     assert "<script" not in page and "<img" not in page and "\u202e" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;[go]" in page
-    assert "长" * 79 + "…</a>" in page and "长" * 80 not in page  # at most 80 characters
-    assert '<a href="gallery/mallory/odd">odd</a>' in page  # not a string: the name
+    assert "长" * 79 + "…</bdi></a>" in page and "长" * 80 not in page  # at most 80 characters
+    assert '<a href="gallery/mallory/odd"><bdi>odd</bdi></a>' in page  # not a string: the name
     cell = index_notebook(entries)["cells"][0]["source"]  # the learner's own gallery page, a markdown cell
     assert "<script" not in cell and "<img src=x" not in cell and "\u202e" not in cell
     assert "](javascript:" not in cell and "$x$" not in cell and "\n# big" not in cell
     assert "&#60;script&#62;alert&#40;&#39;x&#39;&#41;" in cell
+
+
+def test_a_thumbnail_named_in_gallery_json_is_read_only_from_the_galleries_thumbs_folder(tmp_path, monkeypatch):
+    """The gallery page embeds each dashboard's thumbnail as a data URI. A hand-edited or planted gallery.json that
+    names another file (a path up and out, an absolute path, a link in thumbs/ to a secret) got that file's
+    bytes embedded in the page; now only ``thumbs/<name>.png`` as a plain file is read, anything else shows the
+    placeholder."""
+    import base64
+
+    from sampan.hub import gallery
+
+    monkeypatch.setenv("SAMPAN_DATA", str(tmp_path / "data"))
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"SECRET-BYTES-" * 8)
+    thumbs = gallery.gallery_dir() / "thumbs"
+    thumbs.mkdir(parents=True)
+    (thumbs / "linked.png").symlink_to(secret)
+    (thumbs / "good.png").write_bytes(b"\x89PNG-good")
+    when = "2026-12-06T08:00:00+00:00"
+    entries = {"up": {"name": "up", "published_at": when, "thumbnail": "../../../secret.png"},
+               "absolute": {"name": "absolute", "published_at": when, "thumbnail": str(secret)},
+               "linked": {"name": "linked", "published_at": when, "thumbnail": "thumbs/linked.png"},
+               "good": {"name": "good", "published_at": when, "thumbnail": "thumbs/good.png"}}
+    cell = gallery.index_notebook(entries)["cells"][0]["source"]
+    leaked = base64.b64encode(secret.read_bytes()).decode()[:24]
+    assert leaked not in cell
+    assert cell.count("data:image/svg+xml;base64,") == 3  # the placeholder for each of the three
+    assert "data:image/png;base64," + base64.b64encode(b"\x89PNG-good").decode() in cell
+
+
+def test_a_right_to_left_title_is_isolated_from_the_name_beside_it(tmp_path):
+    """An Arabic or Hebrew title (or one with a stray right-to-left mark) reordered the URL name and the cells
+    beside it in the class gallery; each title is now its own bidi-isolated run."""
+    from sampan.hub.service import render_gallery
+
+    page = render_gallery([("alice", {"name": "arabic", "published_at": None, "title": "لوحة الأرقام 1"})])
+    assert '<bdi>لوحة الأرقام 1</bdi></a> <small><code>arabic</code></small>' in page
 
 
 def test_one_learner_cannot_flood_the_store_that_the_class_pages_summarise(monkeypatch):

@@ -25,6 +25,7 @@ import re
 import shutil
 import sys
 import unicodedata
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -82,8 +83,28 @@ def _load_catalog() -> dict[str, dict]:
 
 
 def list_published() -> list[Published]:
-    """The gallery's dashboards, sorted by name."""
-    return [Published(**{**entry, "title": title_of(entry)}) for _, entry in sorted(_load_catalog().items())]
+    """The gallery's dashboards, sorted by name. An entry of another shape (a hand-edited gallery.json) is left
+    out with a warning that names it; the file keeps it until the learner mends or removes it."""
+    catalog, entries = _load_catalog(), []
+    for key, entry in sorted(catalog.items()):
+        if not well_formed(entry):
+            warnings.warn(f"{_catalog_file()}: the entry {key!r} is not a dashboard as `sampan publish` writes "
+                          f"it (a name of ASCII letters, digits, '_' or '-', a published_at time); mend it, or "
+                          f"run `sampan publish` on its notebook again", RuntimeWarning, stacklevel=2)
+            continue
+        thumb = entry.get("thumbnail")
+        entries.append(Published(name=entry["name"], source=str(entry.get("source") or ""),
+                                 published_at=entry.get("published_at") or "",
+                                 thumbnail=thumb if isinstance(thumb, str) else None, title=title_of(entry)))
+    return entries
+
+
+def well_formed(entry: object) -> bool:
+    """Whether a gallery.json entry is a dashboard as `sampan publish` writes it (a dict with an ASCII ``name``
+    and a ``published_at`` string or null). A learner may edit their own gallery.json: an entry of another shape
+    must not break their gallery page, ``sampan publish --list`` or the class gallery."""
+    return (isinstance(entry, dict) and isinstance(entry.get("name"), str) and bool(_NAME.match(entry["name"]))
+            and isinstance(entry.get("published_at"), (str, type(None))))
 
 
 def clean_title(title: str) -> str:
@@ -234,8 +255,10 @@ def ensure_index() -> Path:
 
 
 def _thumb_uri(entry: dict) -> str:
-    png = gallery_dir() / entry["thumbnail"] if entry.get("thumbnail") else None
-    if png is not None and png.is_file():
+    """The entry's thumbnail as a data URI: only ``thumbs/<name>.png`` inside the gallery (what ``publish``
+    writes), never another file a hand-edited entry names; else the placeholder."""
+    png = gallery_dir() / "thumbs" / f"{entry['name']}.png"
+    if entry.get("thumbnail") == f"thumbs/{entry['name']}.png" and png.is_file() and not png.is_symlink():
         return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
     return "data:image/svg+xml;base64," + base64.b64encode(PLACEHOLDER_SVG.encode()).decode("ascii")
 
@@ -248,9 +271,10 @@ def index_notebook(catalog: dict[str, dict]) -> dict:
         f'<a class="sampan-card" href="{escape(n)}.ipynb" style="display:inline-block;margin:8px;width:260px;'
         f'text-decoration:none;color:inherit;border:1px solid #ccd;border-radius:6px;padding:6px">'
         f'<img alt="{escape(n)}" src="{_thumb_uri(e)}" style="width:100%;height:160px;object-fit:cover"/>'
-        f'<div class="tex2jax_ignore mathjax_ignore" style="font-weight:600">{_markdown_text(title_of(e))}</div>'
-        f'<div style="font-size:80%"><code>{escape(n)}</code> {escape(e["published_at"])}</div></a>'
-        for n, e in sorted(catalog.items())
+        f'<div class="tex2jax_ignore mathjax_ignore" dir="auto" style="font-weight:600">'
+        f'{_markdown_text(title_of(e))}</div>'
+        f'<div style="font-size:80%"><code>{escape(n)}</code> {escape(e.get("published_at") or "")}</div></a>'
+        for n, e in sorted((e["name"], e) for e in catalog.values() if well_formed(e))
     ]
     body = "".join(cards) if cards else "<p>Nothing published yet: <code>sampan publish NOTEBOOK.ipynb</code></p>"
     return {

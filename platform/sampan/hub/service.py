@@ -153,16 +153,9 @@ def _catalog(home: Path) -> list[dict[str, Any]]:
         return []
     if not isinstance(entries, dict):
         return []
-    return [entry for _, entry in sorted(entries.items()) if _well_formed(entry)]
+    from sampan.hub.gallery import well_formed
 
-
-def _well_formed(entry: Any) -> bool:
-    """A gallery entry as `sampan publish` writes it: a learner edits their own gallery.json, and one entry of
-    another shape must not break the class gallery for everyone."""
-    from sampan.hub.gallery import _NAME
-
-    return (isinstance(entry, dict) and isinstance(entry.get("name"), str) and bool(_NAME.match(entry["name"]))
-            and isinstance(entry.get("published_at"), (str, type(None))))
+    return [entry for _, entry in sorted(entries.items()) if well_formed(entry)]
 
 
 def render_gallery(entries: list[tuple[str, dict[str, Any]]], live: bool = False) -> str:
@@ -173,7 +166,7 @@ def render_gallery(entries: list[tuple[str, dict[str, Any]]], live: bool = False
 
     def links(user: str, e: dict[str, Any]) -> str:
         name = e["name"]
-        snapshot = (f'<a href="gallery/{escape(user)}/{escape(name)}">{escape(title_of(e))}</a> '
+        snapshot = (f'<a href="gallery/{escape(user)}/{escape(name)}"><bdi>{escape(title_of(e))}</bdi></a> '
                     f'<small><code>{escape(name)}</code></small>')
         if not live:
             return f"<td>{snapshot}</td>"

@@ -90,13 +90,24 @@ class StaticFunction:
 
     # -- descriptor: @to_static on a method binds like a function ---------------------------------
     def __get__(self, instance, owner=None):
-        return self if instance is None else types.MethodType(self, instance)
+        """``@to_static`` on a layer class's ``forward``: each instance gets a StaticFunction of its own (made at
+        its first lookup, kept in the instance's ``__dict__``), as Paddle keeps one per instance: two networks of
+        one class have their own frozen graph, faster-path choices and training path. A lookup through
+        ``super()`` from a subclass that overrides ``forward`` binds this one like a function."""
+        if instance is None:
+            return self
+        if (self.layer is None and isinstance(instance, nn.Module) and "forward" not in instance.__dict__
+                and inspect.getattr_static(type(instance), "forward", None) is self):
+            own = instance.__dict__["forward"] = self._for_layer(instance)
+            return own
+        return types.MethodType(self, instance)
 
     def _for_layer(self, layer: nn.Module, input_spec=None) -> "StaticFunction":
         """A StaticFunction of ``layer``'s own, for a layer whose class's ``forward`` is this one (``@to_static``):
         the decorator's options around the class's plain ``forward`` bound to ``layer``, nothing compiled or measured
-        yet. Its training path, layout and ``Model.prepare`` settings are then the layer's, not every instance's.
-        ``input_spec`` is used where the decorator gave none."""
+        yet (:meth:`__get__` makes it at the layer's first lookup). Its frozen graph, path choices, training path,
+        layout and ``Model.prepare`` settings are then the layer's, not every instance's. ``input_spec`` is used
+        where the decorator gave none."""
         return StaticFunction(types.MethodType(self.original, layer), layer=layer,
                               input_spec=self.input_spec if self.input_spec is not None else input_spec,
                               backend=self.backend, full_graph=self.full_graph, verify=self.verify,
@@ -779,9 +790,10 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
     Args:
         layer_or_function: an ``nn.Module`` (converted in place and returned), a function, or
             nothing to use ``@to_static(input_spec=...)`` as a decorator (also on ``forward``). A layer whose
-            class's ``forward`` carries ``@to_static`` gets a static forward of its own with the decorator's
-            options (this call's ``input_spec`` where the decorator gave none), as ``Model.prepare(to_static=True)``
-            needs: its training path, layout and optimizer settings belong to that layer, not to every instance.
+            class's ``forward`` carries ``@to_static`` has a static forward of its own with the decorator's
+            options, as every instance of such a class does (this call's ``input_spec`` where the decorator gave
+            none and nothing ran yet): its graphs, choices, training path, layout and optimizer settings belong to
+            that layer, not to every instance.
         input_spec: ``sampan.InputSpec`` list; ``None`` dims are dynamic.
         backend: a ``torch.compile`` backend: ``"inductor"``, ``"aot_eager"``, ``"eager"``...
         full_graph: raise instead of falling back when there are graph breaks.
@@ -839,14 +851,13 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
         return layer_or_function
     if isinstance(layer_or_function, nn.Module):
         layer = layer_or_function
-        current = layer.__dict__.get("forward")
-        if isinstance(current, StaticFunction):
-            return layer
-        declared = static_forward(layer)  # not the layer's own (above): @to_static on its class's forward
-        if declared is not None:  # the decorator's options, this layer's state
-            layer.forward = declared._for_layer(layer, input_spec)
-        else:
+        # the layer's own, or with @to_static on its class's forward the layer's own made now (the decorator's
+        # options, this layer's state; this call's input_spec where the decorator gave none)
+        current = static_forward(layer)
+        if current is None:
             layer.forward = StaticFunction(layer.forward, layer=layer, **options)
+        elif current.input_spec is None and input_spec is not None and current.status == "pending":
+            current.input_spec = normalize_specs(input_spec)
         return layer
     if callable(layer_or_function):
         return StaticFunction(layer_or_function, layer=None, **options)
@@ -854,8 +865,9 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
 
 
 def static_forward(layer: nn.Module) -> StaticFunction | None:
-    """The :class:`StaticFunction` that runs ``layer``'s ``forward``: set on the layer by ``to_static(layer)``, or
-    on its class by ``@to_static`` on ``forward``; None for a plain layer.
+    """The :class:`StaticFunction` that runs ``layer``'s ``forward``: set on the layer by ``to_static(layer)``, or,
+    with ``@to_static`` on its class's ``forward``, the layer's own (made now if the layer was never called); None
+    for a plain layer.
 
     Example:
         >>> import torch
@@ -867,8 +879,8 @@ def static_forward(layer: nn.Module) -> StaticFunction | None:
     static = layer.__dict__.get("forward")
     if isinstance(static, StaticFunction):
         return static
-    static = inspect.getattr_static(type(layer), "forward", None)
-    return static if isinstance(static, StaticFunction) else None
+    declared = inspect.getattr_static(type(layer), "forward", None)
+    return declared.__get__(layer) if isinstance(declared, StaticFunction) and "forward" not in layer.__dict__ else None
 
 
 def not_to_static(layer: nn.Module) -> nn.Module:

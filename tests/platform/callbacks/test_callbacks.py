@@ -202,7 +202,7 @@ def test_model_checkpoint_best_starts_afresh_in_a_new_fit(blobs, mlp, tmp_path):
 def test_progress_bar_says_why_the_first_step_of_a_decorated_forward_waits(blobs, capsys):
     """Paddle's idiom, ``@to_static`` on the class's ``forward``: the bar says the first step compiles and
     measures, as it does for ``prepare(to_static=True)``, in the first epoch only."""
-    class Decorated(torch.nn.Module):  # defined here: the class keeps the StaticFunction's state
+    class Decorated(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.linear = torch.nn.Linear(16, 2)
@@ -211,7 +211,8 @@ def test_progress_bar_says_why_the_first_step_of_a_decorated_forward_waits(blobs
         def forward(self, x):
             return self.linear(x)
 
-    prepared(Decorated()).fit(blobs[0], epochs=2, batch_size=96, verbose=1)
+    net = Decorated()
+    prepared(net).fit(blobs[0], epochs=2, batch_size=96, verbose=1)
     bars = capsys.readouterr().err
     assert bars.count("to_static: compiling and timing the first step") == 1, bars
-    assert Decorated.forward.train_choice is not None
+    assert net.forward.train_choice is not None and net.forward.layer is net

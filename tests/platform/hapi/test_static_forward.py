@@ -10,7 +10,7 @@ from sampan.jit.to_static import PathChoice, static_forward
 
 
 def decorated_class():
-    """A fresh class per test: ``@to_static`` on ``forward`` keeps one StaticFunction, and its state, per class."""
+    """A fresh class per test: ``@to_static`` on ``forward`` (each instance gets its own StaticFunction)."""
     class Decorated(nn.Module):
         def __init__(self):
             super().__init__()

@@ -156,12 +156,14 @@ def test_a_layer_with_to_static_on_its_class_forward_exports_with_that_spec(tmp_
     net = _DecoratedForward().eval()
     x = torch.randn(3, 4)
     with torch.no_grad():
-        expected = net(x)  # compiled (class-level StaticFunction)
+        expected = net(x)  # compiled (the instance's own StaticFunction, with the decorator's options)
     file = sampan.jit.save(net, tmp_path / "dec")  # no input_spec: the decorator's, as paddle.jit.save does
     loaded = sampan.jit.load(file)
     assert loaded.input_spec == [InputSpec([None, 4], "float32", "x")]
     torch.testing.assert_close(loaded(x), expected)
-    assert "forward" not in net.__dict__ and isinstance(type(net).__dict__["forward"], sampan.jit.StaticFunction)
+    own = net.__dict__["forward"]  # the instance's own static forward (made at its first call), back after save
+    assert isinstance(own, sampan.jit.StaticFunction) and own.layer is net and own.status == "compiled"
+    assert isinstance(type(net).__dict__["forward"], sampan.jit.StaticFunction)
     report = sampan.jit.explain(net, x)
     assert report.ok and report.graph_count == 1
 

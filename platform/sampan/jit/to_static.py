@@ -96,6 +96,8 @@ class StaticFunction:
         ``super()`` from a subclass that overrides ``forward`` binds this one like a function."""
         if instance is None:
             return self
+        if torch.compiler.is_compiling():  # traced inside a graph being compiled (a DDP wrapper's): inlined there
+            return functools.partial(self.original if self.layer is None else self, instance)
         if (self.layer is None and isinstance(instance, nn.Module) and "forward" not in instance.__dict__
                 and inspect.getattr_static(type(instance), "forward", None) is self):
             own = instance.__dict__["forward"] = self._for_layer(instance)
@@ -287,6 +289,8 @@ class StaticFunction:
         return self._compiled_fn(False)(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_compiling():  # inside a graph being compiled (a DDP wrapper's): one graph with it
+            return self.original(*args, **kwargs)
         fast = self._eager_shape
         if (fast is not None and len(args) == 1 and not kwargs and not torch.is_grad_enabled()
                 and isinstance(args[0], torch.Tensor) and (args[0].shape, args[0].dtype) == fast[1][0]

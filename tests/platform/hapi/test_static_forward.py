@@ -143,6 +143,37 @@ def test_prepare_to_static_gives_a_decorated_network_its_own_static_forward_and_
     assert declared.training_passes == [] and declared.on_layout_change is None
 
 
+@pytest.mark.parametrize("called_before", [False, True])
+def test_a_decorated_network_inside_a_wrapper_trains_compiled_in_the_wrappers_graph(called_before):
+    """``prepare(to_static=True)`` under a data-parallel strategy compiles the wrapper (DDP's), which calls the
+    network: a ``@to_static`` forward inside it broke the graph (Dynamo cannot trace the StaticFunction's lookup
+    or its bookkeeping), so training fell back to eager with a warning. Inside a graph being compiled, the
+    decorated forward is now the plain one, traced into the wrapper's graph; the loss curve is eager's."""
+    import warnings
+
+    cls = _decorated_cnn(backend="inductor")
+    curves = {}
+    for to_static in (False, True):
+        torch.manual_seed(0)
+        net = cls()
+        if called_before:  # the network's own static forward exists already (made at its first lookup)
+            net.eval()(torch.randn(1, 2, 6, 6))
+            net.train()
+        model = sampan.Model(net)
+        model.prepare(torch.optim.Adam(net.parameters(), 1e-2), nn.CrossEntropyLoss(), device="cpu",
+                      to_static=to_static, strategy=_Wrapping())
+        losses = _Losses()
+        sampan.seed_everything(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # a fallback to eager warns
+            model.fit(_images(), epochs=2, batch_size=16, verbose=0, callbacks=[losses])
+        curves[to_static] = torch.tensor(losses.losses)
+    static = model._static_forward()
+    assert isinstance(model._train_net, _Wrapper) and static is static_forward(model._train_net)
+    assert static.status == "compiled" and static.fallback_reason is None
+    torch.testing.assert_close(curves[True], curves[False], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("to_static", [False, True])
 def test_resume_of_a_decorated_network_restores_its_layout_and_the_weights_of_a_straight_run(to_static, tmp_path):
     """A class-level ``@to_static`` forward has no layer of its own: a checkpoint's channels-last choice must still

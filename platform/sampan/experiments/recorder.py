@@ -410,9 +410,20 @@ def log_artifact(path: str | os.PathLike, *, run_id: str | None = None, folder: 
         The run id.
 
     Example:
+        >>> import torch
+        >>> import sampan
         >>> from sampan.experiments import log_artifact
-        >>> model.save("lenet", training=False)  # doctest: +SKIP
-        >>> log_artifact("lenet.pt2")  # doctest: +SKIP
+        >>> net = torch.nn.Linear(8, 2)
+        >>> model = sampan.Model(net, inputs=[sampan.InputSpec([None, 8], "float32", "x")])
+        >>> model.prepare(torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss())
+        Model(Linear, prepared=True, epoch=0)
+        >>> data = torch.utils.data.TensorDataset(torch.randn(32, 8), torch.randint(0, 2, (32,)))
+        >>> _ = model.fit(data, epochs=1, batch_size=8, verbose=0)
+        >>> model.save("linear", training=False).name
+        'linear.pt2'
+        >>> run_id = log_artifact("linear.pt2")
+        >>> run_id == sampan.experiments.last_run_id()
+        True
     """
     from sampan.errors import bad_argument
 

@@ -13,8 +13,9 @@ from sampan.profiler.profiler import Profiler
 
 @dataclass
 class ProfileReport:
-    """What one profiling run found: ``profiler`` (top operators, memory, trace) and ``timer`` (the per-step
-    phase breakdown of a ``fit``; None for a code block)."""
+    """What one profiling run found: ``profiler`` (top operators, memory, trace), ``timer`` (the per-step
+    phase breakdown of a ``fit``; None for a code block) and ``steps``, the number of steps recorded (warm-up
+    steps not counted)."""
 
     profiler: Profiler
     timer: StepTimer | None = None
@@ -43,13 +44,21 @@ def _check_steps(steps: Any, warmup: Any) -> None:
 
 def profile_fit(model: Any, train_data: Any, *, steps: int = 10, warmup: int = 2, record_shapes: bool = True,
                 profile_memory: bool = True, callbacks: list | None = None, **fit_kwargs: Any) -> ProfileReport:
-    """Runs ``model.fit`` for ``warmup + steps`` steps (one more epoch) under a :class:`Profiler` and a
-    :class:`StepTimer`; the profiler records the last ``steps``.
+    """Runs ``model.fit`` for ``warmup + steps`` steps (``num_iters``: into further epochs when one is shorter)
+    under a :class:`Profiler` and a :class:`StepTimer`; the profiler records the last ``steps``.
 
     Example:
+        >>> import torch
+        >>> import sampan
         >>> from sampan.profiler import profile_fit
-        >>> report = profile_fit(model, train_set, steps=10)  # doctest: +SKIP
-        >>> report.breakdown()["share"]["forward"]  # doctest: +SKIP
+        >>> net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+        >>> model = sampan.Model(net)
+        >>> model.prepare(torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss())
+        Model(Sequential, prepared=True, epoch=0)
+        >>> data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))
+        >>> report = profile_fit(model, data, steps=3, batch_size=8)
+        >>> report.steps, sorted(report.breakdown()["share"])
+        (3, ['backward', 'callbacks', 'data', 'forward', 'h2d', 'optimizer', 'other'])
     """
     _check_steps(steps, warmup)
     prof = Profiler(scheduler=(warmup, warmup + steps), record_shapes=record_shapes, profile_memory=profile_memory)
@@ -58,7 +67,7 @@ def profile_fit(model: Any, train_data: Any, *, steps: int = 10, warmup: int = 2
     fit_kwargs.setdefault("epochs", getattr(model, "epoch", 0) + 1)
     model.fit(train_data, callbacks=[*(callbacks or []), timer, prof.callback()], num_iters=warmup + steps,
               **fit_kwargs)
-    return ProfileReport(prof, timer, steps=len(timer.records))
+    return ProfileReport(prof, timer, steps=max(len(timer.records) - warmup, 0))
 
 
 def profile_steps(fn: Callable[[], Any], *, steps: int = 10, warmup: int = 2, record_shapes: bool = True,
@@ -76,4 +85,4 @@ def profile_steps(fn: Callable[[], Any], *, steps: int = 10, warmup: int = 2, re
         for _ in range(warmup + steps):
             fn()
             prof.step()
-    return ProfileReport(prof, None, steps=warmup + steps)
+    return ProfileReport(prof, None, steps=steps)

@@ -115,7 +115,7 @@ def test_make_scheduler_repeats_until_stopped_by_default_as_paddle():
 def test_profile_fit_breakdown_top_ops_memory_and_trace(tmp_path):
     report = profile_fit(_model(), _data(), steps=4, warmup=2, batch_size=16)
     b = report.breakdown()
-    assert b["steps"] == 4 and set(b["share"]) == set(PHASES)
+    assert report.steps == b["steps"] == 4 and set(b["share"]) == set(PHASES)  # warm-up steps not counted
     assert b["share"]["forward"] > 0 and b["share"]["backward"] > 0 and b["ms"]["optimizer"] > 0
     assert sum(b["share"].values()) == pytest.approx(1.0)
     assert b["loop_overhead"] == pytest.approx(b["loop_ms"] / b["compute_ms"])
@@ -148,9 +148,17 @@ def test_step_timer_puts_callback_time_in_callbacks():
     assert not model.network._forward_hooks and "call" not in vars(model._callbacks)
 
 
+def test_profile_fit_goes_on_into_the_next_epoch_for_its_steps():
+    """4 batches an epoch for 2 warm-up + 4 steps: fit goes on into a second epoch (num_iters), and the report
+    counts the 4 recorded steps (it counted the warm-up ones too: 6)."""
+    model = _model()
+    report = profile_fit(model, _data(64), steps=4, warmup=2, batch_size=16)
+    assert report.steps == report.breakdown()["steps"] == 4 and model.epoch == 2
+
+
 def test_profile_steps_on_a_code_block():
     report = profile_steps(lambda: torch.randn(32, 32) @ torch.randn(32, 32), steps=3, warmup=1)
-    assert report.timer is None and report.breakdown() == {}
+    assert report.steps == 3 and report.timer is None and report.breakdown() == {}
     mm = [r for r in report.top_ops(row_limit=0) if r["name"] == "aten::mm"]
     assert mm and mm[0]["count"] == 3
     with pytest.raises(ValueError, match="steps"):

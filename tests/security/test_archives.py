@@ -1,8 +1,9 @@
-"""A dataset archive never writes outside the data folder (issue 11, security item 2).
+"""A dataset archive never writes outside its own folder (issue 11, security item 2).
 
 The attack: a ``cifar-10-python.tar.gz`` dropped in ``$SAMPAN_DATA`` (the error for a missing CIFAR-10 asks
-for exactly that) whose members are named ``../x``, ``/abs/x``, or are links and devices. Sampan must refuse
-it, naming the member, before writing anything.
+for exactly that) whose members are named ``../x``, ``/abs/x``, or are links and devices, or lie in the data
+folder beside ``cifar-10-batches-py/`` (the course notebooks, the progress file, the model zoo live there).
+Sampan must refuse it, naming the member, before writing anything.
 """
 from __future__ import annotations
 
@@ -78,3 +79,39 @@ def test_a_damaged_archive_is_named(data_home):
     with pytest.raises(DatasetFileError, match=rf"{ARCHIVE}' is not a readable tar archive") as info:
         sampan.data.load_dataset("cifar10", "test")
     assert info.value.path.endswith(ARCHIVE)
+
+
+def test_a_cifar_archive_with_files_beside_its_folder_is_refused_and_the_learners_files_stay(data_home):
+    """No link, no '..', no absolute name, so the checks above passed: the archive's other top-level members
+    replaced what shares the data folder (a built course notebook dated 2100, so that the course build kept it
+    and the learner ran it; the progress file; a zoo checkpoint)."""
+    import os
+
+    notebook = data_home / "courses" / "zh" / "01-beginner" / "first_model.ipynb"
+    notebook.parent.mkdir(parents=True)
+    notebook.write_text("the course's own")
+    (data_home / "progress.json").write_text('{"done": ["first_model"]}')
+    planted = [_benign(), _member("courses/zh/01-beginner/first_model.ipynb"), _member("progress.json")]
+    planted[1].mtime = 4102444800  # the year 2100
+    _tar(data_home / ARCHIVE, planted)
+    with pytest.raises(UnsafeFileError, match=r"member 'courses/zh/01-beginner/first_model.ipynb' lies outside "
+                                              r"the dataset's folder 'cifar-10-batches-py/'") as info:
+        sampan.data.load_dataset("cifar10", "test")
+    assert info.value.entry == "courses/zh/01-beginner/first_model.ipynb"
+    assert notebook.read_text() == "the course's own" and "first_model" in (data_home / "progress.json").read_text()
+    assert not (data_home / "cifar-10-batches-py").exists()
+    assert sorted(os.listdir(data_home)) == sorted([ARCHIVE, "courses", "progress.json"])
+
+
+def test_an_archive_made_from_its_folders_parent_unpacks_and_its_files_are_dated_now(tmp_path):
+    """``tar -C dir .`` names members ``./`` and ``./cifar-10-batches-py/...``: check_tar failed on ``./`` with an
+    IndexError. The unpacked files carry the time of unpacking, not the archive's (a planted date decides
+    nothing)."""
+    import time
+
+    member = _benign("./cifar-10-batches-py/readme.html")
+    member.mtime = 4102444800
+    archive = _tar(tmp_path / "a.tar.gz", [_member("./", tarfile.DIRTYPE), member])
+    dest = extract_tar(archive, tmp_path / "data", only="cifar-10-batches-py")
+    unpacked = dest / "cifar-10-batches-py" / "readme.html"
+    assert unpacked.read_text() == "pwned" and unpacked.stat().st_mtime <= time.time() + 1

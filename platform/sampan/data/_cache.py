@@ -37,17 +37,26 @@ def _caching(path: Path) -> str:
     return f"cache the generated {path.parent.parent.name!r} dataset"
 
 
+def _as_written(images: np.ndarray, labels: np.ndarray, image_shape: tuple[int, ...]) -> bool:
+    """Whether cached arrays have the types and shapes a generation writes (the checksum covers the values only:
+    the same values as float32, or the same bytes in another shape, hash alike)."""
+    return (images.dtype == np.uint8 and labels.dtype == np.int64 and images.shape[1:] == tuple(image_shape)
+            and labels.shape == images.shape[:1])
+
+
 def load_or_generate(
-    path: Path, generate: Callable[[], tuple[np.ndarray, np.ndarray]], expected_sha256: str
+    path: Path, generate: Callable[[], tuple[np.ndarray, np.ndarray]], expected_sha256: str,
+    image_shape: tuple[int, ...] = (32, 32, 3),
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Reads ``path`` if its contents hash to ``expected_sha256``; otherwise generates and writes it.
+    """Reads ``path`` if its contents hash to ``expected_sha256`` and it holds uint8 images of ``image_shape``
+    (height, width, channels) with int64 labels; otherwise generates and writes it.
 
     A missing, truncated or altered file is regenerated. If a fresh generation
     itself does not match (different numerics on an unusual platform), it is
     used with a ``RuntimeWarning`` rather than refused.
     """
     cached = _read(path) if path.is_file() else None
-    if cached is not None and content_sha256(*cached) == expected_sha256:
+    if cached is not None and _as_written(*cached, image_shape) and content_sha256(*cached) == expected_sha256:
         return cached
     with writing_data_home(_caching(path)):  # an unusable data directory is refused before the generation's work
         path.parent.mkdir(parents=True, exist_ok=True)

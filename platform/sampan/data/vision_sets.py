@@ -74,16 +74,26 @@ def _unpack_local(source: _Source, root: Path) -> None:
     folder = root / source.folder
     if source.name == "cifar10":
         archive = root / source.archives[0]
-        if archive.is_file() and not all((folder / f).is_file() for f in source.files):
+        if archive.is_file() and _stale(folder, source.files, archive):
             from sampan.data._archives import extract_tar
 
             with writing_data_home(f"unpack {archive.name}"):
-                extract_tar(archive, root)  # refuses links, devices, absolute and '..' members, naming them
+                # refuses links, devices, absolute and '..' members, and anything outside its own folder
+                extract_tar(archive, root, only=source.folder)
         return
     for f in source.files:
         packed, plain = folder / f"{f}.gz", folder / f
         if packed.is_file() and not plain.is_file():
             _gunzip(packed, plain, source)
+
+
+def _stale(folder: Path, files: tuple[str, ...] | list[str], archive: Path) -> bool:
+    """Whether the unpacked ``files`` are missing, or older than ``archive`` (a fresh copy put in place of a
+    damaged one is unpacked again; unpacking dates its files now)."""
+    try:
+        return min((folder / f).stat().st_mtime for f in files) < archive.stat().st_mtime
+    except FileNotFoundError:
+        return True
 
 
 def _gunzip(packed: Path, plain: Path, source: _Source) -> None:
@@ -142,8 +152,16 @@ def load(name: str, split: str, transform: Callable | None = None, *, download: 
     cls = getattr(torchvision.datasets, source.torchvision_class)
     try:
         ds = cls(str(root), train=(split == "train"), download=download)
-    except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted"
-        raise DatasetNotFoundError(f"{missing_message(source, root)} torchvision said: {exc}") from exc
+    except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted", or a failed download
+        if download:
+            raise DatasetNotFoundError(
+                f"Downloading {name!r} from {source.url} failed: {exc}. HINT: check the network, or put the files "
+                f"by hand: {missing_message(source, root)}") from exc
+        folder, packed = root / source.folder, [root / a for a in source.archives]
+        raise DatasetFileError(
+            f"The {name} files in {str(folder)!r} are damaged or not the official ones (torchvision said: {exc}). "
+            f"HINT: delete {', '.join(source.files)} there and put a fresh copy of "
+            f"{', '.join(p.name for p in packed)} from {source.url} in {packed[0].parent}.", path=str(folder)) from exc
     data = torch.as_tensor(ds.data)
     images = data.unsqueeze(1) if data.ndim == 3 else data.permute(0, 3, 1, 2)
     labels = torch.as_tensor(ds.targets, dtype=torch.int64)

@@ -89,6 +89,22 @@ def test_a_corrupt_cache_file_is_regenerated(data_home):
     assert content_sha256(*generated.defects_arrays("test")) == generated.DEFECTS_SHA256["test"]
 
 
+@pytest.mark.parametrize("alter", ["float32", "int32 labels", "another shape"])
+def test_a_cache_file_with_the_right_values_in_another_type_or_shape_is_regenerated(data_home, alter):
+    """The checksum covers values only: the same pixels as float32 (unscaled 0..255 floats in the dataset), int32
+    labels, or the same bytes reshaped to (N, 32, 3, 32) hashed alike and were used as they were."""
+    first = data.load_dataset("defects", "val")
+    images, labels = generated.defects_arrays("val")
+    altered = {"float32": (images.astype(np.float32), labels), "int32 labels": (images, labels.astype(np.int32)),
+               "another shape": (images.reshape(len(images), 32, 3, 32), labels)}[alter]
+    assert content_sha256(*altered) == generated.DEFECTS_SHA256["val"]
+    with open(data_home / "defects" / "v1" / "val.npz", "wb") as fh:
+        np.savez(fh, images=altered[0], labels=altered[1])
+    again = data.load_dataset("defects", "val")
+    assert again.images.dtype == torch.uint8 and again.labels.dtype == torch.int64
+    assert torch.equal(again.images, first.images) and again[0][0].max() <= 1.0
+
+
 def test_defects_dataset_is_imbalanced_with_named_classes():
     ds = data.load_dataset("defects", "train")
     assert ds.classes == ["clean", "scratch", "spot", "crack"]

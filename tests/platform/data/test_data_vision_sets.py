@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import sampan.data as data
-from sampan.errors import DatasetNotFoundError
+from sampan.errors import DatasetFileError, DatasetNotFoundError
 
 IDX = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
 
@@ -64,3 +64,52 @@ def test_half_the_files_is_still_an_error(data_home):
     (folder / "t10k-labels-idx1-ubyte.gz").unlink()
     with pytest.raises(DatasetNotFoundError, match="t10k-labels-idx1-ubyte.gz"):
         data.load_dataset("fashion-mnist", "test")
+
+
+_CIFAR_FILES = ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch",
+                "batches.meta"]
+
+
+def _cifar_tarball(path, content: bytes):
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name in _CIFAR_FILES:
+            info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+
+
+def test_a_damaged_cifar_folder_is_named_and_a_fresh_archive_put_in_its_place_is_unpacked_again(data_home):
+    """A damaged download, unpacked: the error said the data was not there (while the learner had just put it
+    there), and a fresh archive put in place of the damaged one was never unpacked (only missing files were)."""
+    import os
+    import time
+
+    archive = data_home / "cifar-10-python.tar.gz"
+    _cifar_tarball(archive, b"damaged download")
+    with pytest.raises(DatasetFileError, match=r"damaged or not the official ones.*delete data_batch_1") as err:
+        data.load_dataset("cifar10", "test")
+    assert err.value.path == str(data_home / "cifar-10-batches-py")
+    _cifar_tarball(archive, b"the fresh copy")
+    later = time.time() + 5
+    os.utime(archive, (later, later))  # put in place after the first unpack
+    with pytest.raises(DatasetFileError):  # not the official files either: torchvision's checksum says so
+        data.load_dataset("cifar10", "test")
+    assert (data_home / "cifar-10-batches-py" / "test_batch").read_bytes() == b"the fresh copy"
+
+
+def test_a_failed_download_says_so_first(data_home, monkeypatch):
+    """With download=True, a failed download (no network) led with "Sampan never downloads without being asked
+    ... call load_dataset(..., download=True)"; the network's error came last. (The download is made to fail
+    here: the test machine may reach no dataset site.)"""
+    import torchvision.datasets
+
+    def offline(self):
+        raise RuntimeError("Error downloading train-images-idx3-ubyte.gz: <urlopen error Name or service not known>")
+
+    monkeypatch.setattr(torchvision.datasets.MNIST, "download", offline)
+    with pytest.raises(DatasetNotFoundError, match=r"^Downloading 'mnist' from https://\S+ failed: Error downloading "
+                                                   r"train-images.*HINT: check the network, or put the files by hand"):
+        data.load_dataset("mnist", "train", download=True)

@@ -115,8 +115,9 @@ def _gunzip(packed: Path, plain: Path, source: _Source) -> None:
 _IDX_DTYPES = {0x08: 1, 0x09: 1, 0x0B: 2, 0x0C: 4, 0x0D: 4, 0x0E: 8}  # idx type code -> bytes per item
 
 
-def _check_idx(file: Path, source: _Source) -> None:
-    """Refuses, naming it, an idx file whose header or length is wrong (torchvision would only ``assert``)."""
+def _check_idx(file: Path, source: _Source) -> int:
+    """Refuses, naming it, an idx file whose header or length is wrong (torchvision would only ``assert``); returns
+    its number of items (the first dimension)."""
     size = file.stat().st_size
     with open(file, "rb") as fh:
         head = fh.read(4)
@@ -133,6 +134,7 @@ def _check_idx(file: Path, source: _Source) -> None:
         raise DatasetFileError(
             f"{str(file)!r} {problem}: it is not a {source.name} idx file, or it is truncated. HINT: delete it "
             f"and put a fresh copy of {file.name}.gz from {source.url} in {file.parent}.", path=str(file))
+    return int.from_bytes(dims[:4], "big")
 
 
 def load(name: str, split: str, transform: Callable | None = None, *, download: bool = False) -> ImageDataset:
@@ -146,9 +148,13 @@ def load(name: str, split: str, transform: Callable | None = None, *, download: 
             raise DatasetNotFoundError(missing_message(source, root))
         if source.name != "cifar10":
             prefix = "train" if split == "train" else "t10k"
-            for f in source.files:
-                if f.startswith(prefix):
-                    _check_idx(root / source.folder / f, source)
+            pair = [root / source.folder / f for f in source.files if f.startswith(prefix)]
+            counts = [_check_idx(file, source) for file in pair]
+            if counts[0] != counts[1]:
+                raise DatasetFileError(
+                    f"{pair[0].name} holds {counts[0]} items and {pair[1].name} {counts[1]}, in {str(pair[0].parent)!r}"
+                    f": they come from different downloads. HINT: put a matching set of {', '.join(source.files)} "
+                    f"from {source.url} there.", path=str(pair[1]))
     cls = getattr(torchvision.datasets, source.torchvision_class)
     try:
         ds = cls(str(root), train=(split == "train"), download=download)

@@ -37,6 +37,10 @@ class TextClassificationDataset(Dataset):
 
     def __init__(self, texts: Sequence[str], labels: Sequence[int] | torch.Tensor,
                  tokenizer: Tokenizer | Sequence[Tokenizer], max_len: int, *, classes: Sequence[str] | None = None):
+        if isinstance(texts, (str, bytes)) or not hasattr(texts, "__len__"):
+            raise TypeError(bad_argument("texts", texts[:60] if isinstance(texts, (str, bytes)) else texts,
+                                         "a list of texts (one string per example)",
+                                         "pass [text] for one text, or list(texts) for a generator"))
         if len(texts) != len(labels):
             raise ValueError(bad_argument("labels", f"<{len(labels)} labels>", f"one label per text ({len(texts)})",
                                           "pass labels of the same length as texts"))
@@ -86,9 +90,12 @@ def _label_ids(labels, classes: list | None) -> torch.Tensor:
     if ids is None or ids.dim() == 0 or ids.is_complex() or fractional:
         raise ValueError(bad_argument("labels", _preview(values), "one class id (an int) per text",
                                       "pass labels such as [1, 0, 1], or class names with classes=[...]"))
+    if ids.dim() != 1:
+        raise ValueError(bad_argument("labels", f"<labels of shape {list(ids.shape)}>", "one class id per text, "
+                                      "a 1-D sequence", "pass labels.ravel() (a column such as df[['label']] is 2-D)"))
     ids = ids.to(torch.int64)
     limit = len(classes) if classes is not None else None
-    if ids.dim() == 1 and len(ids) and (ids.min() < 0 or (limit is not None and ids.max() >= limit)):
+    if len(ids) and (ids.min() < 0 or (limit is not None and ids.max() >= limit)):
         bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
         expected = "class ids >= 0" + (f" and < len(classes) = {limit}" if limit is not None else "")
         raise ValueError(bad_argument("labels", bad, expected, "count classes from 0, one id per class name"))

@@ -113,9 +113,22 @@ class Vocab:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Vocab":
+        """A vocabulary from :meth:`to_dict`'s dict; refuses, by name, a dict of another shape and a token list
+        with a repeat or a special token in it (the ids after it would shift, and a trained model's embedding
+        rows with them)."""
+        fix = "load a file written by Vocab.save (or Tokenizer.save)"
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
-            raise ValueError(bad_argument("data", data, f"a dict written by Vocab.to_dict (format {_FORMAT!r})",
-                                          "load a file written by Vocab.save"))
+            raise ValueError(bad_argument("data", _brief(data), f"a dict written by Vocab.to_dict "
+                                          f"(format {_FORMAT!r})", fix))
+        for key, kind in (("pad_token", str), ("unk_token", str), ("tokens", list)):
+            if not isinstance(data.get(key), kind):
+                raise ValueError(bad_argument(f"data[{key!r}]", _brief(data.get(key)), f"a {kind.__name__}", fix))
+        seen = {data["pad_token"], data["unk_token"]}
+        for i, token in enumerate(data["tokens"]):
+            if not isinstance(token, str) or token in seen:
+                raise ValueError(bad_argument(f"data['tokens'][{i}]", token, "a string listed once, not <pad> or "
+                                              "<unk>", f"{fix}: each token's id is its place in the list"))
+            seen.add(token)
         return cls(data["tokens"], pad_token=data["pad_token"], unk_token=data["unk_token"])
 
     def save(self, path: str | Path) -> Path:
@@ -217,12 +230,25 @@ class Tokenizer:
         """Reads a tokenizer written by :meth:`save` (a :class:`CharTokenizer` or :class:`WordTokenizer`)."""
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         kinds = {cls.kind: cls for cls in (CharTokenizer, WordTokenizer)}
-        kind = data.pop("tokenizer", None)
+        kind = data.pop("tokenizer", None) if isinstance(data, dict) else None
         if kind not in kinds:
             raise ValueError(bad_argument("path", str(path), f"a tokenizer file of kind {sorted(kinds)}",
                                           "load a file written by Tokenizer.save"))
+        settings = kinds[kind](None)._config()  # the settings this kind saves
+        unknown = sorted(set(data) - set(settings) - {"vocab"})
+        if unknown or "vocab" not in data:
+            raise ValueError(bad_argument("path", str(path), f"a {kind} tokenizer file with the keys "
+                                          f"{sorted(['tokenizer', 'vocab', *settings])}",
+                                          "load a file written by Tokenizer.save" + (
+                                              f" (this one has {unknown})" if unknown else " (no 'vocab')")))
         vocab = Vocab.from_dict(data.pop("vocab"))
         return kinds[kind](vocab, **data)
+
+
+def _brief(value: Any) -> Any:
+    """A value short enough for an error message."""
+    text = repr(value)
+    return value if len(text) <= 80 else text[:77] + "..."
 
 
 class CharTokenizer(Tokenizer):

@@ -66,6 +66,19 @@ def test_half_the_files_is_still_an_error(data_home):
         data.load_dataset("fashion-mnist", "test")
 
 
+def test_image_and_label_files_of_different_downloads_are_named_together(data_home):
+    """5 test images with 4 test labels (each file whole): the error blamed a `labels` argument the learner never
+    passed."""
+    folder = data_home / "MNIST" / "raw"
+    _write_fake_mnist(folder, n_test=5)
+    with gzip.open(folder / "t10k-labels-idx1-ubyte.gz", "wb") as fh:
+        fh.write(struct.pack(">II", 2049, 4) + bytes(4))
+    with pytest.raises(DatasetFileError, match=r"t10k-images-idx3-ubyte holds 5 items and t10k-labels-idx1-ubyte 4.*"
+                                               r"different downloads.*put a matching set"):
+        data.load_dataset("mnist", "test")
+    assert len(data.load_dataset("mnist", "train")) == 6  # the train pair is whole
+
+
 _CIFAR_FILES = ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch",
                 "batches.meta"]
 

@@ -172,3 +172,46 @@ def test_dataset_with_two_tokenizers_yields_two_inputs():
     assert label.item() == 0 and ds.ids is ds.inputs[0]
     with pytest.raises(TypeError, match="`tokenizer` to be a sampan.text Tokenizer or a list of them"):
         TextClassificationDataset(texts, [1, 0], ["chars"], max_len=4)
+
+
+def test_one_string_as_texts_or_a_column_of_labels_is_refused_by_name():
+    """``TextClassificationDataset("好看", [1, 0], ...)`` made the characters two texts; a column of labels
+    (``df[["label"]].to_numpy()``, shape [N, 1]) passed and failed later in the loss."""
+    tok = CharTokenizer()
+    tok.build_vocab(["好看", "难看"])
+    with pytest.raises(TypeError, match=r"Expected `texts` to be a list of texts.*Received: texts='好看'.*pass \[text\]"):
+        TextClassificationDataset("好看", [1, 0], tok, max_len=4)
+    with pytest.raises(TypeError, match=r"`texts`.*list\(texts\) for a generator"):
+        TextClassificationDataset((t for t in ["好看", "难看"]), [1, 0], tok, max_len=4)
+    with pytest.raises(ValueError, match=r"`labels`.*a 1-D sequence.*shape \[2, 1\].*labels.ravel\(\)"):
+        TextClassificationDataset(["好看", "难看"], torch.tensor([[1], [0]]), tok, max_len=4)
+    assert TextClassificationDataset(["好看", "难看"], torch.tensor([[1], [0]]).ravel(), tok, max_len=4).labels.tolist() \
+        == [1, 0]
+
+
+@pytest.mark.parametrize("edit, refused", [
+    (lambda d: d.update(max_len=100), r"keys \['lower', 'ngram', 'tokenizer', 'vocab'\].*this one has \['max_len'\]"),
+    (lambda d: d["vocab"].pop("pad_token"), r"`data\['pad_token'\]` to be a str"),
+    (lambda d: d["vocab"]["tokens"].insert(3, d["vocab"]["tokens"][0]), r"`data\['tokens'\]\[3\]` to be a string "
+                                                                       r"listed once.*each token's id is its place"),
+    (lambda d: d["vocab"]["tokens"].insert(0, "<unk>"), r"`data\['tokens'\]\[0\]`"),
+    (lambda d: d.pop("vocab"), r"no 'vocab'"),
+])
+def test_a_tokenizer_file_of_another_shape_is_refused_by_name(tmp_path, edit, refused):
+    """A hand-edited or foreign file gave a bare TypeError or KeyError; a token listed twice shifted every id after
+    it by one, silently (a trained model's embedding rows no longer matched its characters)."""
+    tok = CharTokenizer(ngram=2)
+    tok.build_vocab(["好看的书", "难看的书"])
+    path = tok.save(tmp_path / "tok.json")
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data, ensure_ascii=False))
+    with pytest.raises(ValueError, match=refused):
+        Tokenizer.load(path)
+
+
+def test_a_tokenizer_file_that_is_not_an_object_is_refused(tmp_path):
+    path = tmp_path / "list.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match=r"`path` to be a tokenizer file of kind \['char', 'word'\]"):
+        Tokenizer.load(path)

@@ -63,10 +63,12 @@ def test_signup_needs_approval_and_wrong_passwords_say_nothing(hub):
         hub.signup(name, pw(name))
     with pytest.raises(PermissionError, match="has not been authorized"):
         hub.login("alice", pw("alice"))  # signed up, not approved yet
+    with pytest.raises(PermissionError, match="has not been authorized"):
+        hub.login("ta", pw("ta"))  # an assistant on the roster waits too: the name carries the class's progress
     teacher = hub.login("teacher", hub.teacher_password)
-    for name in LEARNERS:
+    for name in (*LEARNERS, "ta"):
         assert teacher.get(hub.url + f"hub/authorize/{name}", timeout=10).status_code == 200
-    for name in (*LEARNERS, "ta"):  # ta is on the roster: approved in advance
+    for name in (*LEARNERS, "ta"):
         hub.login(name, pw(name))
     with pytest.raises(PermissionError, match="has not been authorized"):
         hub.login("dave", pw("dave"))  # never approved

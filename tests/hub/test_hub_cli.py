@@ -1,6 +1,8 @@
 """``sampan hub`` and ``sampan publish --serve`` argument checks (no server started: --dry-run)."""
 from __future__ import annotations
 
+import os
+
 from sampan.cli import main
 
 
@@ -49,3 +51,41 @@ def test_publish_serve_uses_the_dashboard_security_settings_and_preheated_kernel
                  "--VoilaConfiguration.preheat_kernel=True", "--Voila.ip=127.0.0.1"):
         assert flag in out
     assert "--Voila.auto_token=True" in out and "IdentityProvider.token" not in out  # token: in the environment
+
+
+def test_hub_tls_files_come_together_and_exist(tmp_path, capsys, monkeypatch):
+    """--ssl-cert without --ssl-key crashed with a TypeError; a missing file reached JupyterHub."""
+    monkeypatch.setenv("SAMPAN_HUB_LEARNER_USER", "root")
+    cert, key = tmp_path / "hub.crt", tmp_path / "hub.key"
+    cert.write_text("cert")
+    assert main(["hub", "--dry-run", "--ssl-cert", str(cert)]) == 2
+    assert (f"Expected `--ssl-key` to be the file that goes with --ssl-cert {cert}. Received: --ssl-key=None. "
+            "HINT: give both --ssl-cert CERT and --ssl-key KEY") in capsys.readouterr().err
+    assert main(["hub", "--dry-run", "--ssl-key", str(key)]) == 2
+    assert "Expected `--ssl-cert` to be the file that goes with --ssl-key" in capsys.readouterr().err
+    assert main(["hub", "--dry-run", "--ip", "192.168.1.10", "--ssl-cert", str(cert), "--ssl-key", str(key)]) == 2
+    assert f"Expected `--ssl-key` to be an existing PEM file. Received: --ssl-key='{key}'" in capsys.readouterr().err
+    key.write_text("key")
+    assert main(["hub", "--dry-run", "--ip", "192.168.1.10", "--ssl-cert", str(cert), "--ssl-key", str(key)]) == 0
+    assert f"SAMPAN_HUB_SSL_KEY={key}" in capsys.readouterr().out
+
+
+def test_hub_prints_the_port_it_picked_and_brackets_ipv6(tmp_path, capsys, monkeypatch):
+    """`--port 0` printed ":0" as the address to open; `--ip ::1` built http://::1:8000/."""
+    import sampan.cli.hub as cli_hub
+    from sampan.hub.config import HubSettings, public_url
+
+    monkeypatch.setenv("SAMPAN_HUB_LEARNER_USER", "root")
+    monkeypatch.setenv("SAMPAN_HUB_TEACHER_PASSWORD", "river-boat-lantern-2718")
+    monkeypatch.chdir(tmp_path)
+    execs = []
+    monkeypatch.setattr(cli_hub.os, "execv", lambda exe, cmd: execs.append(os.environ["SAMPAN_HUB_PORT"]))
+    for name in ("SAMPAN_HUB_PORT", "SAMPAN_HUB_DIR", "SAMPAN_HUB_IP", "SAMPAN_HUB_TEACHER",
+                 "SAMPAN_HUB_TEACHER_PASSWORD_FILE"):
+        monkeypatch.setenv(name, "")  # run() sets them for the hub it would start: restored after the test
+        monkeypatch.delenv(name)
+    assert main(["hub", "--port", "0", "--ip", "::1", "--dir", str(tmp_path / "hub")]) == 0
+    assert execs and execs[0] != "0"
+    assert f"Sampan hub: http://[::1]:{execs[0]}/hub/" in capsys.readouterr().out
+    assert HubSettings(hub_dir=tmp_path, ip="::1").public_url == "http://[::1]:8000/"
+    assert public_url("127.0.0.1", 8000, tls=True) == "https://127.0.0.1:8000/"

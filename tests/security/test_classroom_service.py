@@ -142,6 +142,23 @@ def test_one_learner_cannot_flood_the_store_that_the_class_pages_summarise(monke
     assert summary["learners"]["mallory"]["b"]["status"] == "done" and "d" not in summary["learners"]["mallory"]
 
 
+def test_an_exercise_name_a_learner_posts_shows_as_text_on_the_teachers_page():
+    """Exercise names are any text now (Unicode, spaces): the teacher's page shows them escaped, and refuses the
+    control characters that would break its lines or reorder the text beside them."""
+    from sampan.hub.service import render_class, render_own
+
+    store = ProgressStore(":memory:")
+    attack = "<script>alert(1)</script><img src=x onerror=alert(2)> Übung"
+    store.add("mallory", {"lesson": "第一课", "status": "failed", "exercise": attack})
+    people = [{"name": "mallory", "role": "student", "last_activity": None}]
+    page = render_class(store.class_summary(["mallory"]), people, store.last_activity())
+    assert "<script" not in page and "<img" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt; Übung" in page
+    assert "<th>第一课</th>" in page and "第一课" in render_own("mallory", store.lesson_status("mallory"))
+    with pytest.raises(ValueError, match="without control characters"):
+        store.add("mallory", {"lesson": "l1", "status": "failed", "exercise": "q\u202e1"})
+
+
 @pytest.fixture
 def service(tmp_path, monkeypatch):
     """The real progress app on 127.0.0.1, behind a stand-in for the hub's ``/hub/api/user`` that knows one
@@ -323,9 +340,9 @@ def _learners_as_nobody(base, tmp_path, monkeypatch) -> None:
         path.chmod(0o755)
     (course / "lessons" / "a.ipynb").chmod(0o644)
     # this checkout's Python, and the checkout itself (a CI clone in a 0700 temporary folder), may be out of
-    # the account's reach: the system Python runs a copy of the three modules prepare_home needs
+    # the account's reach: the system Python runs a copy of the modules prepare_home needs
     source = Path(spawner_module.__file__).parents[1]
-    for rel in ("hub/__init__.py", "hub/course.py", "utils/io.py"):
+    for rel in ("errors.py", "hub/__init__.py", "hub/course.py", "utils/io.py"):
         (base / "code" / "sampan" / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / rel, base / "code" / "sampan" / rel)
     for path in [base / "code", *(base / "code").rglob("*")]:

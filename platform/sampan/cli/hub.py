@@ -2,14 +2,15 @@
 
 Starts JupyterHub with configurable-http-proxy on 127.0.0.1 (``--ip`` for a LAN
 address: then give ``--ssl-cert``/``--ssl-key``, see docs/CLASSROOM.md). Learners
-sign up at ``/hub/signup`` and wait for a teacher's approval (people on
+sign up at ``/hub/signup`` and wait for a teacher's approval (students on
 ``--roster`` are approved in advance); each gets their own JupyterLab with the
-Sampan kernel and their own copy of the course. The teacher's account is created
-at the first start from ``$SAMPAN_HUB_TEACHER_PASSWORD`` or a prompt (never a
-command-line argument). The teacher dashboard is at ``/services/progress/``.
-Every learner's server runs as the hub's own account: as root, name the account
-they run as in ``$SAMPAN_HUB_LEARNER_USER`` (``root`` to accept that every
-learner is root), or the hub refuses to start.
+Sampan kernel and their own copy of the course. A teacher's account is created
+at the first start with that teacher (``--teacher`` or the roster) from
+``$SAMPAN_HUB_TEACHER_PASSWORD`` or a prompt (never a command-line argument).
+The teacher dashboard is at ``/services/progress/``. Every learner's server
+runs as the hub's own account: as root, name the account they run as in
+``$SAMPAN_HUB_LEARNER_USER`` (``root`` to accept that every learner is root),
+or the hub refuses to start.
 
 Examples:
     sampan hub
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import os
 import sys
 from pathlib import Path
@@ -34,7 +36,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--port", type=port_type, default=8000, help="public port (default 8000)")
     parser.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--dir", default=None, help="hub folder: database, learners' homes (default <data dir>/hub)")
-    parser.add_argument("--roster", default=None, help="CSV 'username,role' of people approved in advance")
+    parser.add_argument("--roster", default=None, help="CSV 'username,role': students approved in advance")
     parser.add_argument("--teacher", default="teacher", help="teacher (admin) user names, comma-separated")
     parser.add_argument("--ssl-cert", default=None, help="TLS certificate (required with a non-local --ip)")
     parser.add_argument("--ssl-key", default=None, help="TLS private key")
@@ -62,6 +64,7 @@ def environment(args) -> dict[str, str]:
     from sampan.hub.roster import check_username, read_roster
     from sampan.utils.io import data_home
 
+    _check_tls_files(args.ssl_cert, args.ssl_key)
     if args.ip not in ("127.0.0.1", "localhost", "::1") and not (args.ssl_cert and args.ssl_key):
         raise ValueError(bad_argument("--ip", args.ip, "127.0.0.1, or --ssl-cert and --ssl-key with a LAN address",
                                       "passwords must not cross a network in clear text; see docs/CLASSROOM.md"))
@@ -80,26 +83,52 @@ def environment(args) -> dict[str, str]:
     return env
 
 
-def _teacher_password(hub_dir: Path) -> str | None:
-    if os.environ.get("SAMPAN_HUB_TEACHER_PASSWORD"):
-        return os.environ["SAMPAN_HUB_TEACHER_PASSWORD"]
-    if (hub_dir / "jupyterhub.sqlite").is_file() and (hub_dir / "jupyterhub.sqlite").stat().st_size:
-        return None  # the teacher's account exists from an earlier start
-    if not sys.stdin.isatty():
-        raise ValueError("No teacher password: set SAMPAN_HUB_TEACHER_PASSWORD for the first start. "
-                         "HINT: `read -s SAMPAN_HUB_TEACHER_PASSWORD; export SAMPAN_HUB_TEACHER_PASSWORD`.")
-    return getpass.getpass("Password for the teacher account: ")
+def _check_tls_files(cert: str | None, key: str | None) -> None:
+    """``--ssl-cert`` and ``--ssl-key`` come together, each an existing file."""
+    from sampan.errors import bad_argument
+
+    for flag, value, other, other_value in (("--ssl-key", key, "--ssl-cert", cert),
+                                            ("--ssl-cert", cert, "--ssl-key", key)):
+        if other_value and not value:
+            raise ValueError(bad_argument(flag, value, f"the file that goes with {other} {other_value}",
+                                          "give both --ssl-cert CERT and --ssl-key KEY (PEM files)"))
+    for flag, value in (("--ssl-cert", cert), ("--ssl-key", key)):
+        if value and not Path(value).is_file():
+            raise ValueError(bad_argument(flag, value, "an existing PEM file",
+                                          "check the path (certificate and key from your institution or "
+                                          "Let's Encrypt, see docs/CLASSROOM.md)"))
+
+
+def _teacher_passwords(settings) -> dict[str, str]:
+    """``{teacher: password}`` for the hub to set: every teacher's from ``$SAMPAN_HUB_TEACHER_PASSWORD``, else
+    one asked for each teacher with no account in the hub's database yet (none on a plain restart)."""
+    from sampan.errors import bad_argument
+    from sampan.hub.auth import check_teacher_password, teachers_without_account
+    from sampan.hub.config import PASSWORD_ENV
+
+    if os.environ.get(PASSWORD_ENV):
+        return {name: check_teacher_password(name, os.environ[PASSWORD_ENV]) for name in sorted(settings.teachers)}
+    missing = teachers_without_account(settings.hub_db_url, settings.teachers)
+    if missing and not sys.stdin.isatty():
+        raise ValueError(bad_argument(PASSWORD_ENV, "(unset)", "the password of the teacher account(s) "
+                                      f"{', '.join(map(repr, missing))}, which the hub's database does not hold yet",
+                                      f"`read -s {PASSWORD_ENV}; export {PASSWORD_ENV}` before this start, or "
+                                      "start `sampan hub` in a terminal, where it asks"))
+    return {name: check_teacher_password(name, getpass.getpass(f"Password for the new teacher account {name!r}: "))
+            for name in missing}
 
 
 def run(args) -> int:
-    from sampan.hub.config import LEARNER_USER_ENV, PASSWORD_FILE_ENV, learner_account, proxy_command
+    from sampan.hub.config import (
+        LEARNER_USER_ENV, PASSWORD_ENV, PASSWORD_FILE_ENV, HubSettings, learner_account, proxy_command, public_url,
+    )
     from sampan.utils.io import atomic_write_text
 
     try:
         env = environment(args)
         proxy_command()
         learner_account(os.environ.get(LEARNER_USER_ENV, ""))  # as root: who the learners' servers run as
-        password = None if args.dry_run else _teacher_password(Path(env["SAMPAN_HUB_DIR"]))
+        passwords = {} if args.dry_run else _teacher_passwords(HubSettings.from_env({**os.environ, **env}))
     except (ValueError, FileNotFoundError) as exc:
         print(f"sampan hub: {exc}", file=sys.stderr)
         return 2
@@ -114,13 +143,13 @@ def run(args) -> int:
     hub_dir.chmod(0o700)
     # The password reaches the hub in a private file it deletes once read, not in its environment: a process's
     # initial environment stays readable in /proc/PID/environ by its account (every learner's server) for its life.
-    os.environ.pop("SAMPAN_HUB_TEACHER_PASSWORD", None)
-    if password:
+    os.environ.pop(PASSWORD_ENV, None)
+    if passwords:
         # born 0600 (mkstemp) and renamed into place: never readable by another account, no link followed
-        os.environ[PASSWORD_FILE_ENV] = str(atomic_write_text(hub_dir / ".teacher-password", password,
+        os.environ[PASSWORD_FILE_ENV] = str(atomic_write_text(hub_dir / ".teacher-password", json.dumps(passwords),
                                                               private=True))
-    scheme = "https" if args.ssl_cert else "http"
-    print(f"Sampan hub: {scheme}://{args.ip}:{args.port}/hub/  (teacher dashboard: /services/progress/)", flush=True)
+    url = public_url(args.ip, env["SAMPAN_HUB_PORT"], tls=bool(args.ssl_cert))  # --port 0: the port picked
+    print(f"Sampan hub: {url}hub/  (teacher dashboard: /services/progress/)", flush=True)
     sys.stderr.flush()
     os.chdir(env["SAMPAN_HUB_DIR"])  # JupyterHub writes its runtime files beside its database
     os.execv(sys.executable, cmd)  # JupyterHub replaces this process

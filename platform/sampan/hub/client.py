@@ -44,6 +44,19 @@ def post_event(lesson: str, status: str, *, exercise: str | None = None, timeout
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return 200 <= response.status < 300
+    except urllib.error.HTTPError as exc:  # the service said why: {"error": "..."} (sampan.hub.service)
+        print(f"[sampan.hub] progress not sent to the teacher dashboard (HTTP {exc.code}: {_reason(exc)})",
+              file=sys.stderr)
+        return False
     except (urllib.error.URLError, OSError) as exc:
         print(f"[sampan.hub] progress not sent to the teacher dashboard ({exc})", file=sys.stderr)
         return False
+
+
+def _reason(exc: urllib.error.HTTPError) -> str:
+    """The service's ``{"error": ...}`` of a refused event, else the HTTP reason."""
+    try:
+        error = json.loads(exc.read(64 << 10) or b"null")
+    except (ValueError, OSError):
+        error = None
+    return str(error["error"]) if isinstance(error, dict) and error.get("error") else str(exc.reason)

@@ -49,6 +49,7 @@ CUSTOM_SCOPES = {
 LEARNER_USER_ENV = "SAMPAN_HUB_LEARNER_USER"  # as root: the account the learners' servers run as
 PASSWORD_ENV = "SAMPAN_HUB_TEACHER_PASSWORD"  # the teacher's password, for `sampan hub` (never a command line)
 PASSWORD_FILE_ENV = "SAMPAN_HUB_TEACHER_PASSWORD_FILE"  # how `sampan hub` hands it to the hub: a private file
+MIN_PASSWORD_LENGTH = 8  # every account's, the teachers' too (NativeAuthenticator also refuses common passwords)
 
 
 @dataclass
@@ -95,9 +96,19 @@ class HubSettings:
         )
 
     @property
+    def hub_db_url(self) -> str:
+        """The hub's database (users, approvals, passwords): ``db_url``, else ``jupyterhub.sqlite`` in the folder."""
+        return self.db_url or f"sqlite:///{self.hub_dir / 'jupyterhub.sqlite'}"
+
+    @property
     def public_url(self) -> str:
-        scheme = "https" if self.ssl_cert else "http"
-        return f"{scheme}://{self.ip}:{self.port}/"
+        return public_url(self.ip, self.port, tls=bool(self.ssl_cert))
+
+
+def public_url(ip: str, port: int | str, *, tls: bool = False) -> str:
+    """The hub's address, an IPv6 address in brackets: ``public_url("::1", 8000)`` is ``http://[::1]:8000/``."""
+    host = f"[{ip}]" if ":" in ip and not ip.startswith("[") else ip
+    return f"{'https' if tls else 'http'}://{host}:{port}/"
 
 
 def learner_account(user: str, live_user: str | None = None) -> str | None:
@@ -214,7 +225,7 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     (s.hub_dir / "users").mkdir(exist_ok=True)
     c.JupyterHub.bind_url = s.public_url
     c.JupyterHub.hub_ip, c.JupyterHub.hub_port = "127.0.0.1", free_port()
-    c.JupyterHub.db_url = s.db_url or f"sqlite:///{s.hub_dir / 'jupyterhub.sqlite'}"
+    c.JupyterHub.db_url = s.hub_db_url
     c.JupyterHub.cookie_secret_file = str(s.hub_dir / "jupyterhub_cookie_secret")
     c.JupyterHub.pid_file = str(s.hub_dir / "jupyterhub.pid")
     if s.ssl_cert:
@@ -226,10 +237,12 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     c.JupyterHub.authenticator_class = "sampan.hub.auth.SampanAuthenticator"
     c.JupyterHub.template_paths = [str(Path(nativeauthenticator.__file__).parent / "templates")]
     c.Authenticator.admin_users = set(s.teachers)
-    c.Authenticator.allowed_users = set(s.roster) - set(s.teachers)  # approved in advance at sign-up
+    # students on the roster are approved in advance at sign-up; an assistant's sign-up waits for a teacher (whoever
+    # signs up first with a roster name gets it, and an assistant's name carries the class's progress)
+    c.Authenticator.allowed_users = by_role(s.roster, "student") - set(s.teachers)
     c.Authenticator.allow_all = True  # NativeAuthenticator's approval is the gate
     c.NativeAuthenticator.open_signup = False
-    c.NativeAuthenticator.minimum_password_length = 8
+    c.NativeAuthenticator.minimum_password_length = MIN_PASSWORD_LENGTH
     c.NativeAuthenticator.check_common_password = True
     c.NativeAuthenticator.allowed_failed_logins = 5
     c.NativeAuthenticator.seconds_before_next_try = 60

@@ -20,6 +20,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sampan.errors import bad_argument
 from sampan.utils.io import atomic_write, atomic_write_json, read_json_dict
 
 STATE = ".sampan-course.json"
@@ -53,6 +54,10 @@ def sync_course(source: Path, dest: Path) -> SyncReport:
         source: the course (``notebooks/`` of the checkout the hub runs from).
         dest: the learner's copy, e.g. ``<home>/course``.
     """
+    if not source.is_dir():
+        raise NotADirectoryError(bad_argument(
+            "SOURCE", str(source), "the course folder (notebooks/ of the checkout or image)",
+            "check the course's path: on Kubernetes, the image's path in values.yaml (singleuser.lifecycleHooks)"))
     report = SyncReport()
     if dest.is_symlink():  # the learner's link: the hub (maybe root) would write wherever it points
         report.kept.extend(rel.as_posix() for rel, _ in _course_files(source))
@@ -60,24 +65,29 @@ def sync_course(source: Path, dest: Path) -> SyncReport:
     dest.mkdir(parents=True, exist_ok=True)
     state_file = dest / STATE
     state = read_json_dict(state_file)
-    for rel, src in _course_files(source):
-        target, key, new = dest / rel, rel.as_posix(), _sha256(src)
-        linked = any((dest / folder).is_symlink() for folder in rel.parents if folder != Path("."))
-        if linked or target.is_symlink() or (target.exists() and not target.is_file()):
-            report.kept.append(key)
-            continue
-        if not target.exists():
-            report.copied.append(key)
-        elif state.get(key) == new:
-            continue
-        elif state.get(key) == _sha256(target):  # untouched by the learner: the course's new version wins
-            report.updated.append(key)
-        else:  # the learner's edit (or their own file of that name) wins
-            report.kept.append(key)
-            continue
-        atomic_write(target, lambda tmp, s=src: shutil.copyfile(s, tmp))
-        state[key] = new
-    atomic_write_json(state_file, state)
+    try:  # a sync that stops part-way still records what it copied: those files are not the learner's edits
+        for rel, src in _course_files(source):
+            target, key, new = dest / rel, rel.as_posix(), _sha256(src)
+            linked = any((dest / folder).is_symlink() for folder in rel.parents if folder != Path("."))
+            if linked or target.is_symlink() or (target.exists() and not target.is_file()):
+                report.kept.append(key)
+                continue
+            if not target.exists():
+                report.copied.append(key)
+            elif state.get(key) == new:
+                continue
+            elif (mine := _sha256(target)) == new:  # already the course's version (an earlier sync stopped early)
+                state[key] = new
+                continue
+            elif state.get(key) == mine:  # untouched by the learner: the course's new version wins
+                report.updated.append(key)
+            else:  # the learner's edit (or their own file of that name) wins
+                report.kept.append(key)
+                continue
+            atomic_write(target, lambda tmp, s=src: shutil.copyfile(s, tmp))
+            state[key] = new
+    finally:
+        atomic_write_json(state_file, state)
     return report
 
 
@@ -113,7 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m sampan.hub.course SOURCE DEST", file=sys.stderr)
         return 2
-    report = sync_course(Path(args[0]), Path(args[1]))
+    try:
+        report = sync_course(Path(args[0]), Path(args[1]))
+    except NotADirectoryError as exc:
+        print(f"sampan.hub.course: {exc}", file=sys.stderr)
+        return 2
     print(f"course: {len(report.copied)} copied, {len(report.updated)} updated, "
           f"{len(report.kept)} kept (your edits)")
     return 0

@@ -19,6 +19,7 @@ import io
 import re
 import sqlite3
 import threading
+import unicodedata
 from collections import Counter
 from typing import Any
 
@@ -29,7 +30,12 @@ STATUSES = ("started", "passed", "failed")
 # lessons, each a few dozen exercise checks; these bounds are far above that.
 MAX_LESSONS_PER_USER = 300
 MAX_EVENTS_PER_USER = 20_000
-_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+# A lesson or stage id, here and in the course manifest (sampan.path.manifest): letters of any script, digits, '_',
+# '.', '-', starting with a letter, digit or '_' (never '.' or '..'), at most 128 characters.
+IDENTIFIER = re.compile(r"\w[\w.-]{0,127}")
+ID_RULE = "letters, digits, '_', '.' or '-', starting with a letter, digit or '_' (at most 128)"
+NAME_LENGTH = 128
+_BIDI_CONTROLS = {"LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI"}
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -39,17 +45,32 @@ CREATE INDEX IF NOT EXISTS events_user ON events (user, lesson);
 """
 
 
+def is_identifier(value: Any) -> bool:
+    """True for a lesson or stage id (:data:`IDENTIFIER`), e.g. ``first_model`` or ``第一课``."""
+    return isinstance(value, str) and IDENTIFIER.fullmatch(value) is not None
+
+
+def is_exercise_name(value: Any) -> bool:
+    """True for an exercise's name: any text of 1 to 128 characters, not blank, without control characters
+    (newlines, tabs, bidirectional overrides)."""
+    return (isinstance(value, str) and 0 < len(value) <= NAME_LENGTH and not value.isspace()
+            and not any(unicodedata.category(ch) == "Cc" or unicodedata.bidirectional(ch) in _BIDI_CONTROLS
+                        for ch in value))
+
+
 def parse_event(payload: Any) -> dict[str, Any]:
     """Checks a posted event: ``{"lesson": id, "status": started|passed|failed, "exercise": name?}``."""
     if not isinstance(payload, dict):
         raise ValueError(bad_argument("event", payload, "a JSON object", '{"lesson": "first_model", "status": "passed"}'))
     lesson, status, exercise = payload.get("lesson"), payload.get("status"), payload.get("exercise")
-    if not isinstance(lesson, str) or not _ID.match(lesson):
-        raise ValueError(bad_argument("lesson", lesson, "a lesson id (letters, digits, '_', '-', '.')"))
+    if not is_identifier(lesson):
+        raise ValueError(bad_argument("lesson", lesson, f"a lesson id: {ID_RULE}",
+                                      "use the lesson's id from the course's path.yaml"))
     if status not in STATUSES:
         raise ValueError(bad_argument("status", status, f"one of {', '.join(STATUSES)}"))
-    if exercise is not None and (not isinstance(exercise, str) or not _ID.match(exercise)):
-        raise ValueError(bad_argument("exercise", exercise, "an exercise name or null"))
+    if exercise is not None and not is_exercise_name(exercise):
+        raise ValueError(bad_argument("exercise", exercise, f"an exercise name (1 to {NAME_LENGTH} characters "
+                                      "without control characters) or null", "name the exercise on one line"))
     if exercise is not None and status == "started":
         raise ValueError(bad_argument("status", status, "passed or failed for an exercise"))
     return {"lesson": lesson, "status": status, "exercise": exercise}

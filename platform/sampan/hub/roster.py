@@ -1,9 +1,9 @@
 """The class roster: a CSV of ``username,role`` rows (role ``teacher``, ``assistant`` or ``student``).
 
-People on the roster are approved in advance: when they sign up on the hub they
-can log in at once (NativeAuthenticator's pre-authorized users); anyone else who
-signs up waits for a teacher's approval at ``/hub/authorize``. Teachers are hub
-admins; assistants read progress but not learners' files.
+Students on the roster are approved in advance: when they sign up on the hub they
+can log in at once (NativeAuthenticator's pre-authorized users); assistants and anyone
+else who signs up wait for a teacher's approval at ``/hub/authorize``. Teachers are hub
+admins (their accounts are made by ``sampan hub``); assistants read progress but not learners' files.
 
 Example:
     >>> from sampan.hub.roster import read_roster
@@ -35,25 +35,38 @@ def check_username(name: str, *, where: str = "username") -> str:
 
 
 def read_roster(source: str | os.PathLike | TextIO) -> dict[str, str]:
-    """``{username: role}`` from a CSV with a header row ``username,role`` (role defaults to ``student``)."""
+    """``{username: role}`` from a CSV with a header row ``username,role`` (role defaults to ``student``).
+
+    A file is read as UTF-8, with or without the byte-order mark Excel's "CSV UTF-8" writes; header names are
+    case-insensitive; a username may appear once (user names are lower-cased, so ``Kim`` and ``kim`` are one).
+    """
     if isinstance(source, (str, os.PathLike)):
-        text = Path(source).read_text(encoding="utf-8")
         where = str(source)
+        try:
+            text = Path(source).read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValueError(bad_argument("roster", where, f"a UTF-8 text file (byte {exc.start} is not UTF-8)",
+                                          "in your spreadsheet, save it as CSV UTF-8 (File > Save As)")) from None
     else:
-        text, where = source.read(), "roster"
+        text, where = source.read().lstrip("\ufeff"), "roster"
     rows = csv.DictReader(io.StringIO(text))
-    if rows.fieldnames is None or "username" not in [f.strip() for f in rows.fieldnames]:
+    if rows.fieldnames is None or "username" not in [f.strip().lower() for f in rows.fieldnames]:
         raise ValueError(bad_argument("roster", where, "a CSV whose header row is 'username,role'",
                                       "put 'username,role' on the first line"))
     roster: dict[str, str] = {}
+    first_line: dict[str, int] = {}
     for line, row in enumerate(rows, start=2):
-        row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
+        row = {k.strip().lower(): (v or "").strip() for k, v in row.items() if k}
         name = check_username(row["username"].lower(), where=f"{where} line {line} username")
         role = (row.get("role") or "student").lower()
         if role not in ROLES:
             raise ValueError(bad_argument(f"{where} line {line} role", role, f"one of {', '.join(ROLES)}",
                                           "leave it empty for a student"))
-        roster[name] = role
+        if name in first_line:
+            raise ValueError(bad_argument(f"{where} line {line} username", row["username"],
+                                          f"a name not already on line {first_line[name]} (names are not "
+                                          "case-sensitive)", f"keep one of lines {first_line[name]} and {line}"))
+        roster[name], first_line[name] = role, line
     return roster
 
 

@@ -31,7 +31,8 @@ import os
 import stat
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable
+from urllib.parse import urlencode
 
 READ_SCOPE = "custom:progress:read"
 WRITE_SCOPE = "custom:progress:write"
@@ -214,6 +215,24 @@ def _role(user: dict[str, Any]) -> str:
     return next((r for r in ("teacher", "assistant") if r in roles), "teacher" if user.get("admin") else "student")
 
 
+PAGED = "application/jupyterhub-pagination+json"  # JupyterHub answers one page (200 users at most) at a time
+
+
+async def hub_users(get_json: Callable[[str], Awaitable[Any]], url: str) -> list[dict[str, Any]]:
+    """Every user of ``GET url`` (JupyterHub's ``/hub/api/users``), page after page: ``get_json(url)`` fetches
+    one page with the ``Accept`` header :data:`PAGED` and follows ``_pagination.next`` until there is none."""
+    users: list[dict[str, Any]] = []
+    page = await get_json(url)
+    while True:
+        if isinstance(page, list):  # a hub that does not page answers the plain list
+            return users + page
+        users += page["items"]
+        after = (page.get("_pagination") or {}).get("next")
+        if not after or not page["items"]:
+            return users
+        page = await get_json(f"{url}?{urlencode({'offset': after['offset'], 'limit': after['limit']})}")
+
+
 def make_app(store_path: str | os.PathLike):
     """The tornado application of the service (JupyterHub's ``HubOAuthenticated`` handlers)."""
     from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
@@ -228,10 +247,12 @@ def make_app(store_path: str | os.PathLike):
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/progress/")
     api_url, token = os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_API_TOKEN"]
 
+    async def get_json(url: str) -> Any:
+        response = await AsyncHTTPClient().fetch(url, headers={"Authorization": f"token {token}", "Accept": PAGED})
+        return json.loads(response.body)
+
     async def roster() -> list[dict[str, Any]]:
-        response = await AsyncHTTPClient().fetch(url_path_join(api_url, "users"),
-                                                 headers={"Authorization": f"token {token}"})
-        users = json.loads(response.body)
+        users = await hub_users(get_json, url_path_join(api_url, "users"))
         return [{"name": u["name"], "role": _role(u), "last_activity": u.get("last_activity")}
                 for u in sorted(users, key=lambda u: u["name"])]
 

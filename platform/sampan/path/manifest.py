@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sampan.errors import SampanError, UnsafeFileError
+from sampan.hub.progress_store import ID_RULE, is_identifier
 
 Mode = Literal["quick", "full"]
 MODES: tuple[str, ...] = ("quick", "full")
@@ -325,8 +326,8 @@ class _Parser:
         return dict(value)
 
     def ident(self, value: Any, where: str) -> str:
-        if not isinstance(value, str) or not value.replace("_", "").replace("-", "").isalnum():
-            raise self.fail(where, f"expected an identifier of letters, digits, '_' or '-', got {value!r}")
+        if not is_identifier(value):  # the teacher dashboard's rule too: it stores lesson ids
+            raise self.fail(where, f"expected an identifier of {ID_RULE}, got {value!r}")
         return value
 
     def names(self, value: Any, where: str) -> tuple[str, ...]:

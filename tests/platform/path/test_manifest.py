@@ -100,3 +100,22 @@ def test_a_relative_manifest_reads_as_its_absolute_file(course, monkeypatch):
     assert path.file == file.resolve() and path.root.is_absolute()
     # lesson links in the index, `path list` and the reports stay relative to the course folder
     assert [x.relative_notebook(path.root) for x in path.lessons] == ["01-beginner/a.ipynb", "01-beginner/b.ipynb"]
+
+
+def test_lesson_ids_follow_the_teacher_dashboards_rule(planted):
+    """One identifier rule for the manifest and the progress store: ids of any script load (and are stored on the
+    hub); a dot is allowed inside; nothing that could be a path ('..', 'a/b') or too long for the store."""
+    from sampan.hub.progress_store import is_identifier
+
+    for lid in ("第一课", "урок_1", "v1.2"):
+        planted.notebook(f"01-beginner/{lid}.ipynb", "pass")
+    file = planted.manifest([{"id": "入门", "lessons": [_lesson("第一课"), _lesson("урок_1"), _lesson("v1.2")]}])
+    path = load_path(file)
+    assert [x.id for x in path.lessons] == ["第一课", "урок_1", "v1.2"] and path.stages[0].id == "入门"
+    assert all(is_identifier(x.id) for x in path.lessons)
+    for bad in ("..", ".hidden", "-x", "a b", "x" * 129):
+        planted.notebook("01-beginner/a.ipynb", "pass")
+        file = planted.manifest([{"id": "beginner", "lessons": [{"id": bad, "notebook": "01-beginner/a.ipynb"}]}])
+        with pytest.raises(PathManifestError, match=r"expected an identifier of letters, digits, '_', '\.' or '-'"):
+            load_path(file)
+        assert not is_identifier(bad)

@@ -24,14 +24,18 @@ class RunRow:
     tags: dict[str, str] = field(default_factory=dict)
 
 
-def list_runs(filter_string: str = "", *, experiment: str | None = None, max_results: int = 500) -> list[RunRow]:
+def list_runs(filter_string: str = "", *, experiment: str | None = None, max_results: int = 500,
+              missing_ok: bool = False) -> list[RunRow]:
     """The newest runs matching ``filter_string`` (MLflow's search syntax), as :class:`RunRow`.
+
+    ``experiment`` and ``missing_ok`` are :func:`sampan.experiments.search_runs`'s: a named experiment that does
+    not exist is an error, unless ``missing_ok``.
 
     Example:
         >>> from sampan.experiments.compare import list_runs
         >>> rows = list_runs("params.optimizer = 'Adam'", max_results=50)  # doctest: +SKIP
     """
-    runs = store.search_runs(filter_string, experiment=experiment, max_results=max_results)
+    runs = store.search_runs(filter_string, experiment=experiment, max_results=max_results, missing_ok=missing_ok)
     return [RunRow(r.info.run_id, r.info.run_name or r.info.run_id[:8], r.info.status, r.info.start_time or 0,
                    dict(r.data.params), dict(r.data.metrics),
                    {k: v for k, v in r.data.tags.items() if not k.startswith("mlflow.") or k == "mlflow.parentRunId"})

@@ -3,17 +3,19 @@
 Each job has a folder under ``$SAMPAN_DATA/jobs/<id>/`` with ``job.json`` (its state), ``log.txt``
 (the cells' output) and ``output.ipynb`` (the executed notebook, written as it runs), and an MLflow
 run (``sampan.kind = job``) whose fits are its child runs. A job whose process died without
-finishing is marked ``killed`` the next time the jobs are listed.
+finishing is marked ``killed`` the next time the jobs are listed, and so are the fits it left running.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 import uuid
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,10 @@ from sampan.errors import SampanError, bad_argument
 from sampan.experiments import store
 
 FINAL = ("finished", "failed", "killed", "cancelled")
-_MLFLOW_STATUS = {"running": "RUNNING", "finished": "FINISHED", "failed": "FAILED", "killed": "KILLED",
-                  "cancelled": "KILLED"}
+STARTUP_GRACE = 60.0  # seconds a job may have no process yet (submit writes its state, then starts the process)
+_ID = re.compile(r"[0-9A-Za-z-]+")
+_MLFLOW_STATUS = {"starting": "RUNNING", "running": "RUNNING", "finished": "FINISHED", "failed": "FAILED",
+                  "killed": "KILLED", "cancelled": "KILLED"}
 
 
 def jobs_dir() -> Path:
@@ -45,7 +49,8 @@ class Job:
         id: the job's id (its folder name).
         notebook: the notebook executed.
         parameters: values for its ``parameters`` cell.
-        status: ``"running"``, ``"finished"``, ``"failed"``, ``"killed"`` or ``"cancelled"``.
+        status: ``"starting"`` (no process yet), ``"running"``, ``"finished"``, ``"failed"``, ``"killed"`` or
+            ``"cancelled"``.
         pid, started, ended: the process and its times (UTC).
         run_id: the job's MLflow run.
         error: ``{"ename", "evalue", "cell_index"}`` when it failed.
@@ -59,7 +64,7 @@ class Job:
     id: str
     notebook: str
     parameters: dict = field(default_factory=dict)
-    status: str = "running"
+    status: str = "starting"
     pid: int | None = None
     pid_started: float | None = None
     started: str = ""
@@ -87,21 +92,28 @@ class Job:
         return self.log_file.read_text(encoding="utf-8", errors="replace") if self.log_file.exists() else ""
 
     def refresh(self) -> "Job":
-        """Re-reads ``job.json``; a running job whose process is gone becomes ``killed``."""
-        fresh = _read(self.folder)
-        self.__dict__.update(fresh.__dict__)
-        if self.status == "running" and not _alive(self.pid, self.pid_started):
+        """Re-reads ``job.json``; a job whose process is gone becomes ``killed`` (one still starting is left be)."""
+        self.__dict__.update(_read(self.folder).__dict__)
+        if self.status not in FINAL and not self._starting() and not _alive(self.pid, self.pid_started):
             time.sleep(0.2)  # the process may have written its final state just now
             self.__dict__.update(_read(self.folder).__dict__)
-            if self.status == "running":
+            if self.status not in FINAL:
                 self._end("killed", {"ename": "Killed", "evalue": "the job's process ended without finishing "
                                                                   "(killed, or the machine restarted)"})
         return self
 
+    def _starting(self) -> bool:
+        """Submitted under :data:`STARTUP_GRACE` seconds ago and no process recorded yet: not to be judged dead."""
+        try:
+            age = (_dt.datetime.now(_dt.timezone.utc) - _dt.datetime.fromisoformat(self.started)).total_seconds()
+        except (TypeError, ValueError):
+            return False
+        return self.pid is None and age < STARTUP_GRACE
+
     def wait(self, timeout: float | None = None, poll: float = 0.5) -> "Job":
         """Waits until the job ends; raises ``TimeoutError`` after ``timeout`` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.refresh().status == "running":
+        while self.refresh().status not in FINAL:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"job {self.id} still running after {timeout} s")
             time.sleep(poll)
@@ -109,7 +121,7 @@ class Job:
 
     def cancel(self) -> "Job":
         """Stops the job's process (and its kernel) and marks it ``cancelled``."""
-        if self.refresh().status != "running":
+        if self.refresh().status in FINAL:
             return self
         _terminate_tree(self.pid, self.pid_started)
         self._end("cancelled", None)
@@ -122,11 +134,23 @@ class Job:
                 client = store.client(self.tracking_uri or None)
                 if error:
                     client.set_tag(self.run_id, "sampan.error", f"{error.get('ename')}: {error.get('evalue')}")
+                elif "sampan.error" in client.get_run(self.run_id).data.tags:  # a lister wrongly judged it killed
+                    client.delete_tag(self.run_id, "sampan.error")
                 client.set_terminated(self.run_id, status=_MLFLOW_STATUS[status])
+                if status in ("killed", "cancelled"):
+                    _end_children(client, self.run_id)
             except Exception as exc:  # the state file is the record that matters; say why the store was not told
                 print(f"sampan job {self.id}: could not mark run {self.run_id} {status} in the store: "
                       f"{type(exc).__name__}: {exc}", file=sys.stderr)
         _write(self)
+
+
+def _end_children(client: Any, run_id: str) -> None:
+    """Marks ``KILLED`` the fits a stopped job left ``RUNNING`` (its kernel died before they could end them)."""
+    where = f"tags.mlflow.parentRunId = {store.quoted(run_id)} and attributes.status = 'RUNNING'"
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    for child in client.search_runs(experiments, where, max_results=1000):
+        client.set_terminated(child.info.run_id, status="KILLED")
 
 
 def _terminate_tree(pid: int | None, started: float | None) -> None:
@@ -160,8 +184,9 @@ def _write(job: Job) -> None:
 
 
 def _read(folder: Path) -> Job:
+    """The job in ``folder``; its id is the folder's name (a learner may have renamed the folder)."""
     data = json.loads((folder / "job.json").read_text(encoding="utf-8"))
-    return Job(**{k: v for k, v in data.items() if k in Job.__dataclass_fields__})
+    return Job(**{k: v for k, v in data.items() if k in Job.__dataclass_fields__ and k != "id"}, id=folder.name)
 
 
 def _alive(pid: int | None, started: float | None) -> bool:
@@ -207,14 +232,14 @@ def submit(notebook: str | os.PathLike, parameters: dict[str, Any] | None = None
               kernel=kernel)
     job.folder.mkdir(parents=True, exist_ok=False)
     job.run_id = _start_run(job)
-    _write(job)
+    _write(job)  # "starting": a lister does not judge it before the process is recorded below
     with open(job.log_file, "ab") as log:
         proc = subprocess.Popen([sys.executable, "-c", _MAIN, str(job.folder)], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, cwd=str(Path(notebook).resolve().parent),
                                 env={**os.environ, store.TRACKING_ENV: uri, "SAMPAN_PARENT_RUN": job.run_id,
                                      store.NOTEBOOK_ENV: job.notebook},
                                 start_new_session=True)  # its own session: it survives the kernel and the lab server
-    job.pid = proc.pid
+    job.pid, job.status = proc.pid, "running"
     try:
         import psutil
 
@@ -239,7 +264,10 @@ def _start_run(job: Job) -> str:
 
 def get_job(job_id: str) -> Job:
     """The job with this id (a unique prefix is enough)."""
-    matches = [p for p in jobs_dir().glob(f"{job_id}*") if (p / "job.json").is_file()] if job_id else []
+    if not isinstance(job_id, str) or not _ID.fullmatch(job_id):
+        raise SampanError(bad_argument("job_id", job_id, "a job id (or its start) of letters, digits and '-'",
+                                       "copy it from `sampan job list`"))
+    matches = [p for p in _job_folders() if p.name.startswith(job_id)]
     if len(matches) != 1:
         known = ", ".join(j.id for j in list_jobs()[:10]) or "none"
         raise SampanError(bad_argument("job_id", job_id, "the id of one job" + (" (the prefix is ambiguous)"
@@ -254,9 +282,20 @@ def list_jobs() -> list[Job]:
     Example:
         >>> [(j.id, j.status) for j in list_jobs()]  # doctest: +SKIP
     """
-    folders = sorted((p for p in jobs_dir().glob("*") if (p / "job.json").is_file()), reverse=True) \
-        if jobs_dir().is_dir() else []
-    return [_read(p).refresh() for p in folders]
+    jobs = []
+    for folder in sorted(_job_folders(), reverse=True):
+        try:
+            jobs.append(_read(folder).refresh())
+        except (OSError, ValueError, TypeError) as exc:  # a hand-edited or half-copied folder: the others still list
+            warnings.warn(f"sampan job: skipped {folder}, whose job.json cannot be read ({type(exc).__name__}: "
+                          f"{exc}); fix or remove that folder", RuntimeWarning, stacklevel=2)
+    return jobs
+
+
+def _job_folders() -> list[Path]:
+    """The folders under :func:`jobs_dir` holding a ``job.json``."""
+    home = jobs_dir()
+    return [p for p in home.iterdir() if (p / "job.json").is_file()] if home.is_dir() else []
 
 
 def _execute(folder: str) -> None:
@@ -272,6 +311,7 @@ def _execute(folder: str) -> None:
     logging.getLogger("papermill").addHandler(handler)
     logging.getLogger("papermill").setLevel(logging.INFO)
     job = _read(Path(folder))
+    job.pid, job.status = os.getpid(), "running"  # its own final write below keeps them, whenever it read the state
     status, error = "finished", None
     try:
         execute_notebook(job.notebook, str(job.output), parameters=job.parameters, log_output=True,

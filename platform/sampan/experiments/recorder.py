@@ -247,13 +247,14 @@ class Recorder(Callback):
     def __init__(self, *, log_freq: int = 10, run_name: str | None = None, tags: dict | None = None,
                  experiment: str | None = None, on_epoch: Callable[[int, dict], None] | None = None) -> None:
         super().__init__()
-        self.log_freq = log_freq
+        from sampan.errors import check_int
+
+        self.log_freq = check_int("log_freq", log_freq, fix="pass log_freq=10 (training steps between step/ metrics)")
         self.run_name = run_name
         self.tags = dict(tags or {})
         self.experiment = experiment
         self.on_epoch = on_epoch
-        self._run_id: str | None = None
-        self._uri: str | None = None
+        self._run: _Run | None = None  # the latest fit's; the writer thread holds each fit's own
         self._pending: list[tuple[str, float, int, int]] = []
         self._active = False
         self._start_job: Callable[[], None] | None = None
@@ -264,16 +265,16 @@ class Recorder(Callback):
     @property
     def run_id(self) -> str | None:
         flush()
-        return self._run_id
+        return self._run.id if self._run is not None else None
 
     # the loop's hooks: only plain Python on the training thread
     def on_train_begin(self, logs=None):
         strategy = getattr(self.model, "_strategy", None)
         if strategy is not None and not getattr(strategy, "is_main", True):
             return
-        self._uri = store.check_writable()
+        uri = store.check_writable()
         _close_stale(threading.get_ident())
-        self._active, self._pending, self._run_id = True, [], None
+        self._active, self._pending = True, []
         self._thread, self._pid = threading.get_ident(), os.getpid()
         from sampan.experiments.sweeps import parent_run
 
@@ -282,7 +283,8 @@ class Recorder(Callback):
         _open_runs[id(self)] = self
         _last[:] = [self]
         experiment = self.experiment or os.environ.get(store.EXPERIMENT_ENV) or store.DEFAULT_EXPERIMENT
-        self._start_job = lambda: self._start(params, tags, experiment)  # settings as they are now, not later
+        run = self._run = _Run(uri)  # a new one per fit: the writer may still be ending the previous fit's run
+        self._start_job = lambda: run.start(params, tags, experiment, self.run_name)  # settings as they are now
         self._last_write = self._last_sample = time.monotonic()
 
     def on_train_batch_end(self, step, logs=None):
@@ -323,30 +325,39 @@ class Recorder(Callback):
 
     # handing work to the writer thread
     def _submit_pending(self) -> None:
-        start, self._start_job = self._start_job, None
+        run, start, self._start_job = self._run, self._start_job, None
         batch, self._pending = self._pending, []
-        _writer.submit(lambda: (start() if start else None, self._write(batch)))
+        _writer.submit(lambda: (start() if start else None, run.write(batch)))
 
     def _finish(self, status: str) -> None:
         _open_runs.pop(id(self), None)
         self._active = False
         self._submit_pending()
         artifacts = _checkpoints(self.model) if status == "FINISHED" else []
-        _writer.submit(lambda: self._end(artifacts, status))
+        run = self._run
+        _writer.submit(lambda: run.end(artifacts, status))
 
-    # the writer thread's side: through the recording service (no MLflow import here), else in this process
-    def _start(self, params: dict, tags: dict, experiment: str) -> None:
+
+class _Run:
+    """One fit's run on the writer thread's side: its id is set once the writer created it. Writes go through the
+    recording service (no MLflow import here), else in this process."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self.id: str | None = None
+
+    def start(self, params: dict, tags: dict, experiment: str, run_name: str | None) -> None:
         params = {k: str(v) for k, v in params.items()}  # as MLflow keeps them, before JSON turns tuples to lists
-        self._run_id = _via_service("start", start_run, uri=self._uri, experiment=experiment,
-                                    run_name=self.run_name, tags=tags, params=params)
+        self.id = _via_service("start", start_run, uri=self.uri, experiment=experiment,
+                               run_name=run_name, tags=tags, params=params)
 
-    def _write(self, batch: list) -> None:
-        if self._run_id is not None and batch:
-            _via_service("write", write_metrics, uri=self._uri, run_id=self._run_id, batch=batch)
+    def write(self, batch: list) -> None:
+        if self.id is not None and batch:
+            _via_service("write", write_metrics, uri=self.uri, run_id=self.id, batch=batch)
 
-    def _end(self, artifacts: list, status: str) -> None:
-        if self._run_id is not None:
-            _via_service("end", end_run, uri=self._uri, run_id=self._run_id,
+    def end(self, artifacts: list, status: str) -> None:
+        if self.id is not None:
+            _via_service("end", end_run, uri=self.uri, run_id=self.id,
                          artifacts=[str(p) for p in artifacts], status=status)
 
 
@@ -441,11 +452,18 @@ def log_artifact(path: str | os.PathLike, *, run_id: str | None = None, folder: 
 _last: list = []
 
 
-def _close_stale(thread: int) -> None:
-    """A fit that raised never reached ``on_train_end``: the next fit in its thread marks its run failed."""
+def _close_stale(thread: int, status: str = "FAILED") -> None:
+    """Ends the runs of this thread's fits that never reached ``on_train_end`` (a fit that raised), with the metrics
+    they collected: called by :func:`fit_raised` as the exception leaves ``Model.fit``, and by the thread's next fit."""
     for rec in list(_open_runs.values()):
         if getattr(rec, "_thread", None) == thread:
-            rec._finish("FAILED")
+            rec._finish(status)
+
+
+def fit_raised(exc: BaseException) -> None:
+    """``Model.fit`` calls this as ``exc`` leaves it: the fit's run ends ``KILLED`` when interrupted (Ctrl-C, a
+    kernel interrupt), else ``FAILED``, not left ``RUNNING``."""
+    _close_stale(threading.get_ident(), "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
 
 
 _sampler: list = []

@@ -213,13 +213,16 @@ def experiment_id(name: str | None = None, uri: str | None = None) -> str:
 
 
 def search_runs(filter_string: str = "", *, experiment: str | None = None, max_results: int = 1000,
-                order_by: list[str] | None = None, uri: str | None = None) -> list[Any]:
-    """Runs of an experiment as ``mlflow.entities.Run`` objects, newest first.
+                order_by: list[str] | None = None, uri: str | None = None, missing_ok: bool = False) -> list[Any]:
+    """Runs of an experiment as ``mlflow.entities.Run`` objects, newest first. Only reads: an experiment that
+    does not exist is not created.
 
     Args:
         filter_string: MLflow's search syntax, e.g. ``"tags.sampan.lesson = 'experiments'"``.
-        experiment: experiment name (default ``$SAMPAN_EXPERIMENT`` or ``"sampan"``).
+        experiment: experiment name (default ``$SAMPAN_EXPERIMENT`` or ``"sampan"``, which has no runs
+            until a fit records one); a name that does not exist is an error naming the known ones.
         max_results: at most this many runs.
+        missing_ok: no runs, not an error, when ``experiment`` does not exist (yet).
 
     Example:
         >>> from sampan.experiments import search_runs
@@ -228,5 +231,28 @@ def search_runs(filter_string: str = "", *, experiment: str | None = None, max_r
     from sampan.experiments.recorder import flush
 
     flush()
-    return list(client(uri).search_runs([experiment_id(experiment, uri)], filter_string, max_results=max_results,
-                                        order_by=order_by or ["attributes.start_time DESC"]))
+    c = client(uri)
+    found = c.get_experiment_by_name(experiment or os.environ.get(EXPERIMENT_ENV) or DEFAULT_EXPERIMENT)
+    if found is None:
+        if missing_ok or experiment is None:
+            return []
+        known = ", ".join(sorted(e.name for e in c.search_experiments(max_results=50))) or "none yet"
+        raise ValueError(bad_argument("experiment", experiment, "the name of an experiment in the store",
+                                      f"known experiments: {known}; check the spelling, or pass missing_ok=True "
+                                      f"for one that has no runs yet"))
+    return list(c.search_runs([found.experiment_id], filter_string, max_results=max_results,
+                              order_by=order_by or ["attributes.start_time DESC"]))
+
+
+def quoted(value: str) -> str:
+    """``value`` as a string literal in an MLflow filter (``tags.x = <literal>``); MLflow's parser has no escapes,
+    so a value holding a quote is refused.
+
+    Example:
+        >>> from sampan.experiments.store import quoted
+        >>> quoted("sweep-1")
+        "'sweep-1'"
+    """
+    if not isinstance(value, str) or "'" in value or '"' in value or "\\" in value:
+        raise ValueError(bad_argument("value", value, "a string without quotes or backslashes, to match in a filter"))
+    return f"'{value}'"

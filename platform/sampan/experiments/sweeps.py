@@ -12,9 +12,11 @@ import contextvars
 import datetime as _dt
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -26,6 +28,7 @@ from sampan.experiments.space import parse_space, suggest
 STORAGE_ENV = "SAMPAN_SWEEP_STORAGE"
 TRIAL_ENV = "SAMPAN_SWEEP_TRIAL"
 METRIC_ATTR = "sampan.metric"    # the metric a study optimises, kept in the study (its direction is Optuna's)
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # a folder under sweeps_dir(), a tag value in filters
 _reporter: contextvars.ContextVar = contextvars.ContextVar("sampan_sweep_reporter", default=None)
 
 
@@ -221,8 +224,8 @@ def _notebook_value(out: Path, metric: str, run_id: str, number: int) -> float:
     records = collect_records(out)
     if isinstance(records.get(metric), (int, float)):
         return float(records[metric])
-    children = store.search_runs(f"tags.mlflow.parentRunId = '{run_id}'", max_results=1,
-                                 experiment=os.environ.get(store.EXPERIMENT_ENV))
+    children = store.search_runs(f"tags.mlflow.parentRunId = {store.quoted(run_id)}", max_results=1,
+                                 experiment=os.environ.get(store.EXPERIMENT_ENV), missing_ok=True)
     if children and metric in children[0].data.metrics:
         return float(children[0].data.metrics[metric])
     raise TrialFailed(f"trial {number}: no value of {metric!r}",
@@ -278,6 +281,7 @@ class Sweep:
         name: the study name.
         storage: the Optuna storage URL.
         metric, direction: what the trials optimise.
+        best_params, best_value: those of the best completed trial.
     """
 
     def __init__(self, name: str, storage: str, metric: str, direction: str, workers: list,
@@ -298,14 +302,20 @@ class Sweep:
         return all((w.poll() is not None) if hasattr(w, "poll") else not w.is_alive() for w in self._workers)
 
     def wait(self, timeout: float | None = None) -> "Sweep":
-        """Waits for every worker; raises ``TimeoutError`` after ``timeout`` seconds."""
+        """Waits for every worker; raises ``TimeoutError`` when they are not all done ``timeout`` seconds from now."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         for w in self._workers:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             if hasattr(w, "poll"):
-                w.wait(timeout)
+                try:
+                    w.wait(left)
+                except subprocess.TimeoutExpired:
+                    pass
             else:
-                w.join(timeout)
-                if w.is_alive():
-                    raise TimeoutError(f"sweep {self.name} still running after {timeout} s")
+                w.join(left)
+            if (w.poll() is None) if hasattr(w, "poll") else w.is_alive():
+                raise TimeoutError(f"sweep {self.name} still running after {timeout} s; its workers go on. "
+                                   f"HINT: call wait() again, or wait(timeout=None) to wait until it ends")
         return self
 
     def trials(self) -> list:
@@ -314,12 +324,30 @@ class Sweep:
 
     def runs(self) -> list:
         """The trials' MLflow runs."""
-        return store.search_runs(f"tags.`sampan.sweep` = '{self.name}' and tags.`sampan.kind` = 'trial'",
-                                 experiment=self.experiment)
+        where = f"tags.`sampan.sweep` = {store.quoted(self.name)} and tags.`sampan.kind` = 'trial'"
+        return store.search_runs(where, experiment=self.experiment, missing_ok=True)
 
     @property
     def best_params(self) -> dict:
-        return self.study.best_params
+        """The parameters of the best completed trial; a :class:`SampanError` when none completed."""
+        return self._best_trial().params
+
+    @property
+    def best_value(self) -> float:
+        """The metric of the best completed trial; a :class:`SampanError` when none completed."""
+        return self._best_trial().value
+
+    def _best_trial(self):
+        study = self.study
+        if any(t.state.name == "COMPLETE" for t in study.trials):
+            return study.best_trial
+        from collections import Counter
+
+        states = ", ".join(f"{n} {s.lower()}" for s, n in Counter(t.state.name for t in study.trials).items())
+        raise SampanError(f"Sweep {self.name!r} has no completed trial, so no best one ({states or 'no trials yet'}). "
+                          f"HINT: a failed trial's run says why in its `sampan.error` tag "
+                          f"(sweep.runs()[i].data.tags['sampan.error']), and the workers' output is in "
+                          f"{sweeps_dir() / self.name}/worker-*.log; a running sweep needs sweep.wait() first.")
 
     def __repr__(self) -> str:
         return f"Sweep({self.name!r}, metric={self.metric!r}, done={self.done})"
@@ -341,7 +369,8 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
             ``sampan.record``, or the fits' logged metric; pruning reads it after each epoch.
         direction: ``"maximize"``, ``"minimize"`` or ``"auto"`` (maximise accuracies, minimise losses).
         pruner: ``"median"`` (``optuna.pruners.MedianPruner``) or ``"none"``.
-        name: the study name (default ``sweep-<time>``); an existing study with that name is continued.
+        name: the study name (default ``sweep-<time>``): letters, digits, ``.``, ``_``, ``-``, at most 100; an
+            existing study with that name is continued.
         wait: block until the sweep ends.
         kernel: the Jupyter kernel for notebooks (default: the notebook's own).
         seed: seeds Optuna's sampler (TPE), so the same sweep proposes the same parameters again (worker
@@ -364,6 +393,8 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
         raise ValueError(bad_argument("pruner", pruner, "'median' or 'none'"))
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ValueError(bad_argument("seed", seed, "an int, or None for a fresh draw", "seed=0"))
+    if name is not None:
+        check_name(name)
     parse_space(space)
     is_fn = callable(target)
     if not is_fn:
@@ -395,6 +426,15 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
                    for i, share in enumerate(_shares(trials, jobs))]
     handle = Sweep(name, storage, metric, direction, workers, cfg["experiment"])
     return handle.wait() if wait else handle
+
+
+def check_name(name: Any) -> str:
+    """A study name that is one plain folder name (it names ``sweeps_dir()/<name>``) and needs no quoting."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise ValueError(bad_argument("name", name, "a study name of letters, digits, '.', '_' or '-' (at most 100), "
+                                      "starting with a letter or digit",
+                                      "e.g. name='lr-search-2' (--name lr-search-2)"))
+    return name
 
 
 def _check_same_objective(study: Any, metric: str, direction: str) -> None:

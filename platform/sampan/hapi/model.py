@@ -265,6 +265,11 @@ class Model:
                              log_freq=log_freq, save_dir=save_dir, save_freq=save_freq, verbose=verbose,
                              drop_last=drop_last, shuffle=shuffle, num_workers=num_workers, callbacks=callbacks,
                              num_iters=num_iters, resume=resume)
+        except BaseException as exc:
+            from sampan.experiments.recorder import fit_raised
+
+            fit_raised(exc)  # the fit's recorded run ends KILLED (interrupted) or FAILED, not left RUNNING
+            raise
         finally:
             self._accumulate_steps = prepared_accumulation  # fit's argument holds for this fit only
 

@@ -78,3 +78,79 @@ def test_job_refuses_a_kernel_that_is_not_installed(sleeper, fresh_store, capsys
     assert main(["job", "run", str(sleeper), "--kernel", "no-such-kernel"]) == 2
     assert "Expected `kernel` to be an installed Jupyter kernel" in capsys.readouterr().err
     assert list_jobs() == []
+
+
+def test_a_job_listed_while_it_starts_is_not_judged_killed(sleeper, fresh_store, monkeypatch):
+    import sampan.experiments.jobs as jobs
+
+    seen, popen = [], jobs.subprocess.Popen
+
+    def slow_start(*args, **kw):  # a busy machine: someone lists the jobs before the process exists
+        seen.extend(j.status for j in list_jobs())
+        return popen(*args, **kw)
+
+    monkeypatch.setattr(jobs.subprocess, "Popen", slow_start)
+    job = ex.submit(sleeper, {"seconds": 0.1})
+    assert seen == ["starting"]
+    assert job.wait(timeout=300).status == "finished" and job.error is None, job.logs()
+    run = ex.client().get_run(job.run_id)
+    assert run.info.status == "FINISHED" and "sampan.error" not in run.data.tags
+    # a job with no process long after it was submitted (its submitter died) is killed, not "starting" forever
+    stale = jobs.Job(id="20200101-000000-aaaaaa", notebook=str(sleeper), started="2020-01-01T00:00:00+00:00")
+    stale.folder.mkdir(parents=True)
+    jobs._write(stale)
+    assert get_job("20200101").status == "killed"
+
+
+def test_a_job_that_ends_finished_drops_an_error_a_lister_gave_it(fresh_store):
+    import sampan.experiments.jobs as jobs
+
+    job = jobs.Job(id="20200101-000000-bbbbbb", notebook="x.ipynb", run_id=ex.client().create_run(
+        ex.store.experiment_id()).info.run_id)
+    job.folder.mkdir(parents=True)
+    job._end("killed", {"ename": "Killed", "evalue": "gone"})
+    assert ex.client().get_run(job.run_id).data.tags["sampan.error"] == "Killed: gone"
+    job._end("finished", None)
+    run = ex.client().get_run(job.run_id)
+    assert run.info.status == "FINISHED" and "sampan.error" not in run.data.tags
+
+
+def test_a_stopped_job_marks_the_fits_it_left_running_killed(fresh_store):
+    import sampan.experiments.jobs as jobs
+
+    client = ex.client()
+    job = jobs.Job(id="20200101-000000-cccccc", notebook="x.ipynb",
+                   run_id=client.create_run(ex.store.experiment_id()).info.run_id)
+    job.folder.mkdir(parents=True)
+    parent = {"mlflow.parentRunId": job.run_id}
+    running = [client.create_run(ex.store.experiment_id(name), tags=parent).info.run_id
+               for name in (None, "another-experiment-of-the-notebook")]
+    done = client.create_run(ex.store.experiment_id(), tags=parent).info.run_id
+    client.set_terminated(done, "FINISHED")
+    other = client.create_run(ex.store.experiment_id()).info.run_id  # not the job's
+    job._end("cancelled", None)
+    assert [client.get_run(r).info.status for r in running] == ["KILLED", "KILLED"]
+    assert (client.get_run(done).info.status, client.get_run(other).info.status) == ("FINISHED", "RUNNING")
+
+
+def test_job_folders_are_found_by_name_and_a_bad_one_is_skipped(fresh_store, data_home, capsys):
+    import pytest
+
+    import sampan.experiments.jobs as jobs
+
+    for name in ("20200101-000000-dddddd", "20200102-000000-eeeeee"):
+        job = jobs.Job(id=name, notebook="x.ipynb", status="finished", started="2020-01-01T00:00:00+00:00")
+        job.folder.mkdir(parents=True)
+        jobs._write(job)
+    (jobs.jobs_dir() / "20200102-000000-eeeeee").rename(jobs.jobs_dir() / "20200102-000000-eeeeee-keep")
+    (jobs.jobs_dir() / "20200103-broken").mkdir()
+    (jobs.jobs_dir() / "20200103-broken" / "job.json").write_text("{not json")
+    with pytest.warns(RuntimeWarning, match=r"skipped .*20200103-broken, whose job.json cannot be read"):
+        assert [j.id for j in list_jobs()] == ["20200102-000000-eeeeee-keep", "20200101-000000-dddddd"]
+    assert get_job("20200102").folder.name == "20200102-000000-eeeeee-keep"
+    (data_home / "other").mkdir()
+    jobs._write(jobs.Job(id="../other", notebook="evil.ipynb"))  # a job.json outside the jobs folder
+    for bad in ("../other", "2020*", "", "2020?1"):
+        assert main(["job", "logs", bad]) == 2
+        assert f"Expected `job_id` to be a job id (or its start) of letters, digits and '-'. Received: " \
+               f"job_id={bad!r}" in capsys.readouterr().err

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import time
 
+import pytest
 import torch
 
 import sampan
@@ -92,23 +94,62 @@ def test_a_long_fit_is_in_the_store_while_it_trains(fresh_store, blobs, mlp, mon
     assert _runs(fresh_store)[1][0].info.status == "FINISHED"
 
 
-def test_a_fit_that_raises_is_recorded_failed(fresh_store, blobs, mlp, one_thread):
+def test_an_interrupted_fit_is_recorded_killed_and_a_failing_one_failed(fresh_store, blobs, mlp, one_thread):
     from sampan.callbacks import Callback
 
     class Boom(Callback):
+        def __init__(self, exc):
+            super().__init__()
+            self.exc = exc
+
         def on_epoch_end(self, epoch, logs=None):
             if epoch == 1:  # before the recorder sees epoch 2: epoch 1 is all it has
-                raise KeyboardInterrupt
+                raise self.exc
 
-    try:
-        _fit(mlp(), blobs, callbacks=[Boom()])
-    except KeyboardInterrupt:
-        pass
-    _fit(mlp(), blobs)  # the next fit in this thread closes the interrupted one
+    for exc in (KeyboardInterrupt(), RuntimeError("boom")):
+        try:
+            _fit(mlp(), blobs, callbacks=[Boom(exc)])
+        except (KeyboardInterrupt, RuntimeError):
+            pass
+    _, runs = _runs(fresh_store)  # no later fit in this thread: the runs ended as the exceptions left fit
+    assert sorted(r.info.status for r in runs) == ["FAILED", "KILLED"]
+    for run in runs:
+        assert [m.step for m in ex.client().get_metric_history(run.info.run_id, "loss")] == [1]
+
+
+def test_a_recorder_reused_across_fits_ends_every_run(fresh_store, blobs, mlp, monkeypatch, one_thread):
+    from sampan.callbacks import Callback
+    from sampan.experiments import recorder
+
+    class Slow(Callback):  # each epoch takes longer than creating a run
+        def on_epoch_end(self, epoch, logs=None):
+            time.sleep(0.15)
+
+    call = recorder._via_service
+
+    def slow_write(op, *args, **kw):  # a busy store: the next fit begins while the writer still writes this one's
+        time.sleep(0.5 if op == "write" else 0)
+        return call(op, *args, **kw)
+
+    monkeypatch.setattr(recorder, "WRITE_EVERY", 0.0)  # as if every fit were longer than WRITE_EVERY
+    rec = ex.Recorder(run_name="more")
+    model = sampan.Model(mlp())
+    model.prepare(torch.optim.SGD(model.network.parameters(), 0.1), torch.nn.CrossEntropyLoss())
+    model.fit(blobs[0], epochs=1, batch_size=64, verbose=0, callbacks=[rec])
+    assert rec.run_id  # the recording service is up: creating a run takes milliseconds now
+    monkeypatch.setattr(recorder, "_via_service", slow_write)
+    for _ in range(3):  # "train 2 more epochs" in a loop
+        model.fit(blobs[0], epochs=2, batch_size=64, verbose=0, callbacks=[rec, Slow()])
     _, runs = _runs(fresh_store)
-    assert sorted(r.info.status for r in runs) == ["FAILED", "FINISHED"]
-    failed = next(r for r in runs if r.info.status == "FAILED")
-    assert [m.step for m in ex.client().get_metric_history(failed.info.run_id, "loss")] == [1]
+    assert len(runs) == 4 and rec.run_id == runs[0].info.run_id
+    assert [r.info.status for r in runs] == ["FINISHED"] * 4
+    assert [len(ex.client().get_metric_history(r.info.run_id, "loss")) for r in runs] == [2, 2, 2, 1]
+
+
+def test_recorder_refuses_a_bad_log_freq_before_training(fresh_store):
+    for bad in (0, "5", 2.5):
+        with pytest.raises(ValueError, match=rf"Expected `log_freq` to be an int >= 1. Received: log_freq={bad!r}"):
+            ex.Recorder(log_freq=bad)
 
 
 def test_an_export_is_kept_with_the_latest_run(fresh_store, blobs, mlp, tmp_path, one_thread):

@@ -124,3 +124,21 @@ def test_tracking_uris_mlflow_uses_are_accepted(uri, monkeypatch, tmp_path):
     uri = uri.replace("/{tmp}/", f"{tmp_path}/")  # the test's own folder (tmp_path is absolute)
     monkeypatch.setenv("SAMPAN_TRACKING_URI", uri)
     assert store.check_writable() == uri
+
+
+def test_listing_a_mistyped_experiment_names_the_known_ones_and_creates_nothing(fresh_store):
+    import sampan.experiments as ex
+    from sampan.experiments.compare import list_runs
+
+    ex.client().create_run(ex.store.experiment_id("sampan-typo-check"))  # a writer creates its experiment
+    before = sorted(e.name for e in ex.client().search_experiments())
+    with pytest.raises(ValueError, match=r"Expected `experiment` to be the name of an experiment in the store. "
+                                         r"Received: experiment='sampan-typo-chek'.*known experiments: .*"
+                                         r"sampan-typo-check"):
+        list_runs(experiment="sampan-typo-chek")
+    with pytest.raises(ValueError, match="Received: experiment='sampan-typo-chek'"):
+        ex.search_runs(experiment="sampan-typo-chek")
+    assert list_runs(experiment="sampan-typo-chek", missing_ok=True) == []
+    assert ex.search_runs() == []  # the default experiment ($SAMPAN_EXPERIMENT here) has no runs yet: no error
+    assert sorted(e.name for e in ex.client().search_experiments()) == before
+    assert len(ex.search_runs(experiment="sampan-typo-check")) == 1

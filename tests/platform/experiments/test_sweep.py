@@ -156,3 +156,39 @@ def test_failing_notebook_trials_are_recorded_and_the_command_says_why(fit_noteb
         assert run.data.tags["sampan.error"] == "ValueError: this trial was asked to fail"
         assert run.data.tags["sampan.failed_cell"] == "2"  # the injected parameters cell comes first
         assert "raise ValueError" in run.data.tags["sampan.failed_source"]
+
+
+def test_wait_raises_timeout_error_once_its_one_deadline_passes():
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from sampan.experiments.sweeps import Sweep
+
+    sleepers = [threading.Thread(target=time.sleep, args=(s,), daemon=True) for s in (0.6, 1.5)]
+    for t in sleepers:
+        t.start()
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"sweep threads still running after 1.0 s"):
+        Sweep("threads", "", "score", "maximize", sleepers).wait(timeout=1.0)  # not 1 s for each worker
+    assert time.monotonic() - started < 1.4
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with pytest.raises(TimeoutError, match=r"sweep procs still running after 0.2 s"):  # not TimeoutExpired
+            Sweep("procs", "", "score", "maximize", [proc]).wait(timeout=0.2)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_best_of_a_sweep_without_a_completed_trial_says_why(fresh_store, data_home):
+    def train(lr):
+        raise RuntimeError("typo in my training function")
+
+    handle = ex.sweep(train, {"lr": "1e-3:0.5:log"}, trials=2, metric="score", name="all-fail", wait=True)
+    for attribute in ("best_params", "best_value"):
+        with pytest.raises(sampan.SampanError, match=r"Sweep 'all-fail' has no completed trial, so no best one "
+                                                     r"\(2 fail\)\. HINT: .*`sampan.error` tag.*worker-\*\.log"):
+            getattr(handle, attribute)
+    assert handle.runs()[0].data.tags["sampan.error"] == "RuntimeError: typo in my training function"

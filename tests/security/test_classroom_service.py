@@ -142,6 +142,37 @@ def test_one_learner_cannot_flood_the_store_that_the_class_pages_summarise(monke
     assert summary["learners"]["mallory"]["b"]["status"] == "done" and "d" not in summary["learners"]["mallory"]
 
 
+def test_a_learner_cannot_add_columns_to_the_teachers_page_with_made_up_lessons(tmp_path, monkeypatch):
+    """The teacher's table had a column per lesson id any learner posted: one learner could add up to 300 made-up
+    columns (``lesson-1``, ``lesson-2``, ...) for the whole class. The columns are now the course's lessons, in the
+    course's order (the hub passes the course folder; its path.yaml lists them), in the page, JSON and CSV."""
+    from sampan.hub.config import HubSettings, services
+    from sampan.hub.service import COURSE_ENV, course_lessons, render_class
+
+    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
+    course = course_lessons(notebooks)
+    assert course[:2] == ["environment_check", "tensors_and_autograd"] and len(course) >= 20
+    store = ProgressStore(":memory:")
+    store.add("alice", {"lesson": "tensors_and_autograd", "status": "passed"})
+    for i in range(40):
+        store.add("mallory", {"lesson": f"lesson-{i}", "status": "started"})
+    people = [{"name": n, "role": "student", "last_activity": None} for n in ("alice", "mallory")]
+    summary = store.class_summary(["alice", "mallory"], course)
+    assert list(summary["lessons"]) == course and summary["learners"]["mallory"] == {}
+    page = render_class(summary, people, store.last_activity())
+    assert "lesson-0" not in page and page.index("<th>environment_check</th>") < page.index("<th>serving</th>")
+    assert "lesson-" not in store.csv_export(["alice", "mallory"], course)
+    assert "tensors_and_autograd,done" in store.csv_export(["alice"], course)
+    assert len(store.class_summary(["mallory"])["lessons"]) == 41  # no course known: every lesson posted
+    settings = HubSettings(hub_dir=tmp_path, course_dir=str(notebooks))
+    progress = next(s for s in services(settings) if s["name"] == "progress")
+    assert progress["environment"][COURSE_ENV] == str(notebooks)  # the hub tells the service where the course is
+    broken = tmp_path / "course"
+    shutil.copytree(notebooks, broken, ignore=shutil.ignore_patterns("*.ipynb", "figures"))
+    (broken / "path.yaml").write_text("stages: [", encoding="utf-8")
+    assert course_lessons(broken) is None and course_lessons(tmp_path / "none") is None and course_lessons("") is None
+
+
 def test_an_exercise_name_a_learner_posts_shows_as_text_on_the_teachers_page():
     """Exercise names are any text now (Unicode, spaces): the teacher's page shows them escaped, and refuses the
     control characters that would break its lines or reorder the text beside them."""

@@ -198,7 +198,8 @@ def services(s: HubSettings) -> list[dict]:
          "command": [sys.executable, "-c", SERVICE_BOOT], "oauth_no_confirm": True,
          "oauth_client_allowed_scopes": sorted(CUSTOM_SCOPES),
          "environment": {"SAMPAN_PROGRESS_DB": str(s.hub_dir / "progress.sqlite"),
-                         "SAMPAN_HUB_USERS": str(s.hub_dir / "users")}},
+                         "SAMPAN_HUB_USERS": str(s.hub_dir / "users"),
+                         "SAMPAN_HUB_COURSE": s.course_dir}},  # its path.yaml: the teacher page's columns
         {"name": CULLER, "command": culler, "environment": {"SAMPAN_HUB_PUBLIC_URL": s.public_url,
                                                             "SAMPAN_HUB_USERS": str(s.hub_dir / "users")}},
     ]

@@ -123,11 +123,18 @@ class ProgressStore:
             last[user] = at
         return last
 
-    def class_summary(self, users: list[str]) -> dict[str, Any]:
-        """Per learner and lesson, per lesson (completion, most-failed exercises), for the teacher's page."""
+    def class_summary(self, users: list[str], lessons: list[str] | None = None) -> dict[str, Any]:
+        """Per learner and lesson, per lesson (completion, most-failed exercises), for the teacher's page.
+
+        ``lessons``: the course's lesson ids, in its order (:func:`sampan.hub.service.course_lessons`): the
+        columns are those, and events on other ids are left out (a learner could post up to
+        :data:`MAX_LESSONS_PER_USER` made-up ones); None: every lesson posted, sorted."""
         rows = self._rows()
         table = _summaries(rows)
-        lessons = sorted({lesson for per_user in table.values() for lesson in per_user})
+        if lessons is None:
+            lessons = sorted({lesson for per_user in table.values() for lesson in per_user})
+        else:
+            table = {user: {k: v for k, v in per.items() if k in set(lessons)} for user, per in table.items()}
         failed: dict[str, Counter] = {}
         for _, lesson, ex, status, _ in rows:
             if ex and status == "failed":
@@ -142,12 +149,13 @@ class ProgressStore:
         }
         return {"learners": {u: table.get(u, {}) for u in users}, "lessons": per_lesson}
 
-    def csv_export(self, users: list[str]) -> str:
-        """One row per learner and lesson: ``user,lesson,status,exercises_passed,last_activity``."""
+    def csv_export(self, users: list[str], lessons: list[str] | None = None) -> str:
+        """One row per learner and lesson: ``user,lesson,status,exercises_passed,last_activity`` (``lessons`` as in
+        :meth:`class_summary`)."""
         out = io.StringIO()
         writer = csv.writer(out)
         writer.writerow(["user", "lesson", "status", "exercises_passed", "last_activity"])
-        summary = self.class_summary(users)
+        summary = self.class_summary(users, lessons)
         for user in users:
             for lesson in summary["lessons"]:
                 entry = summary["learners"][user].get(lesson)

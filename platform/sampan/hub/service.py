@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from html import escape
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -37,6 +38,7 @@ from urllib.parse import urlencode
 READ_SCOPE = "custom:progress:read"
 WRITE_SCOPE = "custom:progress:write"
 STORE_ENV = "SAMPAN_PROGRESS_DB"
+COURSE_ENV = "SAMPAN_HUB_COURSE"  # the course folder the hub hands out (its path.yaml lists the lessons)
 STYLE = ("body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:1em 0}"
          "td,th{border:1px solid #ccd;padding:4px 8px}.done{background:#d7f5dd}.in-progress{background:#fff3c4}"
          ".not-started{color:#889}")
@@ -233,6 +235,23 @@ async def hub_users(get_json: Callable[[str], Awaitable[Any]], url: str) -> list
         page = await get_json(f"{url}?{urlencode({'offset': after['offset'], 'limit': after['limit']})}")
 
 
+def course_lessons(course_dir: str | os.PathLike | None) -> list[str] | None:
+    """The lesson ids of the course the hub hands out (``<course_dir>/path.yaml``), in the course's order: the
+    teacher's page shows these columns only. None (every posted lesson shown) without a readable manifest."""
+    manifest = Path(course_dir) / "path.yaml" if course_dir else None
+    if manifest is None or not manifest.is_file():
+        return None
+    from sampan.errors import SampanError
+    from sampan.path.manifest import load_path
+
+    try:
+        return [lesson.id for lesson in load_path(manifest, check_files=False).lessons]
+    except (SampanError, OSError, ValueError) as exc:
+        print(f"progress service: {manifest} not read ({exc}); the teacher's page shows every lesson posted",
+              file=sys.stderr, flush=True)
+        return None
+
+
 def make_app(store_path: str | os.PathLike):
     """The tornado application of the service (JupyterHub's ``HubOAuthenticated`` handlers)."""
     from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
@@ -244,6 +263,7 @@ def make_app(store_path: str | os.PathLike):
     from sampan.hub.progress_store import ProgressStore, StoreFullError
 
     store = ProgressStore(str(store_path))
+    lessons = course_lessons(os.environ.get(COURSE_ENV))  # the columns: the course's lessons, in its order
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/progress/")
     api_url, token = os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_API_TOKEN"]
 
@@ -269,7 +289,7 @@ def make_app(store_path: str | os.PathLike):
         async def get(self):
             self.require(READ_SCOPE)
             people = await roster()
-            summary = await IOLoop.current().run_in_executor(None, store.class_summary, students(people))
+            summary = await IOLoop.current().run_in_executor(None, store.class_summary, students(people), lessons)
             self.finish(render_class(summary, people, store.last_activity()))
 
     class OwnHandler(Base):
@@ -283,7 +303,7 @@ def make_app(store_path: str | os.PathLike):
         async def get(self):
             self.require(READ_SCOPE)
             people = await roster()
-            summary = await IOLoop.current().run_in_executor(None, store.class_summary, students(people))
+            summary = await IOLoop.current().run_in_executor(None, store.class_summary, students(people), lessons)
             self.finish({"roster": people, "last_activity": store.last_activity(), **summary})
 
     class CsvHandler(Base):
@@ -293,7 +313,7 @@ def make_app(store_path: str | os.PathLike):
             people = await roster()
             self.set_header("Content-Type", "text/csv; charset=utf-8")
             self.set_header("Content-Disposition", 'attachment; filename="progress.csv"')
-            self.finish(await IOLoop.current().run_in_executor(None, store.csv_export, students(people)))
+            self.finish(await IOLoop.current().run_in_executor(None, store.csv_export, students(people), lessons))
 
     class EventHandler(Base):
         @web.authenticated

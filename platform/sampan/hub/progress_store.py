@@ -134,7 +134,8 @@ class ProgressStore:
         if lessons is None:
             lessons = sorted({lesson for per_user in table.values() for lesson in per_user})
         else:
-            table = {user: {k: v for k, v in per.items() if k in set(lessons)} for user, per in table.items()}
+            course = set(lessons)
+            table = {user: {k: v for k, v in per.items() if k in course} for user, per in table.items()}
         failed: dict[str, Counter] = {}
         for _, lesson, ex, status, _ in rows:
             if ex and status == "failed":

@@ -7,6 +7,7 @@ file, with ``--network module:factory`` to build the network; or an exported
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import sys
 from pathlib import Path
@@ -106,10 +107,15 @@ def _load_factory(factory: str):
     return built
 
 
-def _read_state(checkpoint: Path, torch) -> dict:
+def _check_file(checkpoint: Path) -> None:
     if not checkpoint.is_file():
-        raise FileNotFoundError(f"Expected CHECKPOINT to be a file. Received: {str(checkpoint)!r}, which does not "
-                                "exist. HINT: pass the path written by model.save() or torch.save(state_dict).")
+        what = "a folder, not a file" if checkpoint.is_dir() else "a path that does not exist"
+        raise FileNotFoundError(f"Expected CHECKPOINT to be a file. Received: {str(checkpoint)!r}, {what}. "
+                                "HINT: pass the path written by model.save() or torch.save(state_dict).")
+
+
+def _read_state(checkpoint: Path, torch) -> dict:
+    _check_file(checkpoint)
     from sampan.hapi.checkpoint import read_state_dict
 
     return read_state_dict(checkpoint)  # weights_only=True; its errors never advise loading unsafely
@@ -142,6 +148,7 @@ def export_checkpoint(args) -> Path:
         names = names or saved_names
         default_prefix = Path(str(art.prefix_of(checkpoint)))
     else:
+        _check_file(checkpoint)  # before the other arguments: a missing file is the first thing to fix
         if not specs:  # a checkpoint holds weights, not the shapes of the network's inputs
             from sampan.errors import bad_argument
 
@@ -151,6 +158,11 @@ def export_checkpoint(args) -> Path:
                 "add --input-spec NAME:DTYPE:SHAPE, e.g. --input-spec image:float32:None,1,28,28"))
         network = _build_network(args.network, checkpoint)
         default_prefix = checkpoint.with_suffix("")
+    if args.output and os.path.basename(args.output) in ("", ".", ".."):  # Path() would drop the trailing "/"
+        from sampan.errors import bad_argument
+
+        raise ValueError(bad_argument("--output", args.output, "a file prefix, not a folder",
+                                      f"name the files inside it, e.g. --output {os.path.join(args.output, 'model')}"))
     prefix = Path(args.output) if args.output else default_prefix
     verify = not args.no_verify
     if args.format == "onnx":

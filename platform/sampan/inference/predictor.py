@@ -145,7 +145,13 @@ class Predictor:
         self._specs: list[InputSpec] = self._meta["_specs"]
         self._outputs: list[str] = self._meta["outputs"]
         self._example_shapes = example_shapes(self._meta, self._specs)
-        self._fast = [(np.dtype(s.dtype) if s.dtype != "bfloat16" else None, len(s.shape),  # numpy interns dtypes
+        for spec in self._specs:
+            if spec.dtype == "bfloat16":  # the predictor takes and returns NumPy arrays, which have no bfloat16
+                raise ValueError(
+                    f"Input {spec.name!r} of {config.prefix} is bfloat16, a type NumPy lacks, and the predictor takes "
+                    "NumPy arrays. HINT: export with float32 inputs and cast inside the model "
+                    "(x.to(torch.bfloat16)), or run the program with sampan.jit.load, which takes torch tensors.")
+        self._fast = [(np.dtype(s.dtype), len(s.shape),  # numpy interns dtypes
                        [(i, d) for i, d in enumerate(s.shape) if d is not None]) for s in self._specs]
         self.timings: dict[str, float] = {}
         self.rejected: dict[str, str] = {}
@@ -402,6 +408,10 @@ def _as_array(value: Any, index: int, spec: InputSpec) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value
     if isinstance(value, torch.Tensor):
+        if value.dtype == torch.bfloat16:  # NumPy has no bfloat16: .numpy() would fail without naming the input
+            raise TypeError(bad_argument(f"inputs[{index}]", f"a torch.bfloat16 tensor of shape {list(value.shape)}",
+                                         f"an array of {spec.dtype} for input {spec.name!r}",
+                                         f"pass x.to(torch.{spec.dtype})"))
         return value.detach().cpu().numpy()
     raise TypeError(bad_argument(f"inputs[{index}]", value, f"a numpy array for input {spec.name!r} "
                                  f"({spec.to_list()} {spec.dtype})", f"use np.asarray(x, dtype='{spec.dtype}')"))

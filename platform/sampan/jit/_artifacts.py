@@ -36,8 +36,18 @@ class MissingModelError(CheckpointError, FileNotFoundError):
 
 
 def prefix_of(path: str | os.PathLike) -> Path:
-    """``out/lenet``, ``out/lenet.pt2``, ``out/lenet.aoti.pt2``, ``out/lenet.onnx`` -> ``out/lenet``."""
+    """``out/lenet``, ``out/lenet.pt2``, ``out/lenet.aoti.pt2``, ``out/lenet.onnx`` -> ``out/lenet``.
+
+    A path that names a folder (``out/``, ``out/.``) is refused: the files would go beside the folder, named after
+    it (``out.pt2``), and could replace another model's."""
     text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if os.path.basename(text) in ("", ".", ".."):  # "out/", "out/.", ".."
+        inside = Path(text) / "model"
+        raise ValueError(bad_argument("path", text, "a file prefix, not a folder",
+                                      f"name the files inside it, e.g. {os.fspath(inside)!r} "
+                                      f"(writes or reads model.pt2 and model.meta.json there)"))
     for suffix in (META_SUFFIX, *SUFFIXES.values()):
         if text.endswith(suffix):
             return Path(text[: -len(suffix)])

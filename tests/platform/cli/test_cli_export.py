@@ -46,9 +46,36 @@ def test_export_errors_exit_1_with_a_message(tmp_path, capsys):
     assert main(["export", str(tmp_path / "missing.pt"), "--network", "sampan.vision.models:LeNet",
                  "--input-spec", "image:float32:None,1,28,28"]) == 1
     assert "missing.pt" in capsys.readouterr().err
+    # a missing file comes first, before the arguments that would matter once it is found; a folder is a folder
+    assert main(["export", str(tmp_path / "missing.pt"), "--network", "sampan.vision.models:LeNet"]) == 1
+    err = capsys.readouterr().err
+    assert "missing.pt', a path that does not exist" in err and "--input-spec" not in err
+    (tmp_path / "folder.pt").mkdir()
+    assert main(["export", str(tmp_path / "folder.pt"), "--network", "sampan.vision.models:LeNet",
+                 "--input-spec", "image:float32:None,1,28,28"]) == 1
+    assert "folder.pt', a folder, not a file" in capsys.readouterr().err
     torch.save(_lenet().state_dict(), tmp_path / "w.pt")
     assert main(["export", str(tmp_path / "w.pt"), "--input-spec", "image:float32:None,1,28,28"]) == 1
     assert "--network" in capsys.readouterr().err
+
+
+def test_an_output_naming_a_folder_is_refused_and_nothing_is_written_beside_it(tmp_path, capsys):
+    """``--output models/`` once wrote models.pt2 and models.meta.json beside the folder, over any model there."""
+    torch.save(_lenet().state_dict(), tmp_path / "w.pt")
+    (tmp_path / "models").mkdir()
+    for output in (f"{tmp_path / 'models'}/", f"{tmp_path / 'models'}/."):
+        assert main(["export", str(tmp_path / "w.pt"), "--network", "sampan.vision.models:LeNet",
+                     "--input-spec", "image:float32:None,1,28,28", "--output", output]) == 1
+        err = capsys.readouterr().err
+        assert f"Expected `--output` to be a file prefix, not a folder. Received: --output={output!r}" in err
+        assert "HINT: name the files inside it, e.g. --output " in err
+    spec = [sampan.InputSpec([None, 1, 28, 28], "float32", "image")]
+    for write in (sampan.jit.save, sampan.onnx.export):
+        with pytest.raises(ValueError, match=r"Expected `path` to be a file prefix, not a folder.*models/model"):
+            write(_lenet(), f"{tmp_path / 'models'}/", input_spec=spec)
+    with pytest.raises(ValueError, match=r"Expected `path` to be a file prefix, not a folder"):
+        sampan.jit.load(f"{tmp_path / 'models'}/")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["models", "w.pt"]
 
 
 def test_a_checkpoint_of_another_network_and_a_missing_spec_are_explained(tmp_path, capsys):

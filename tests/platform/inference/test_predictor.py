@@ -57,6 +57,21 @@ def test_wrong_rank_shape_and_dtype_name_the_input_and_spec(exported_lenet):
         predictor.run([np.zeros((2, 1, 28, 28), "float32")] * 2)
     with pytest.raises(TypeError, match=r"Expected `inputs\[0\]` to be a numpy array for input 'image'"):
         predictor.run([[0.0] * 784])
+    with pytest.raises(TypeError, match=r"`inputs\[0\]` to be an array of float32 for input 'image'.*bfloat16 tensor "
+                                        r"of shape \[2, 1, 28, 28\].*x\.to\(torch\.float32\)"):
+        predictor.run([torch.zeros(2, 1, 28, 28, dtype=torch.bfloat16)])
+
+
+def test_a_bfloat16_input_is_refused_by_name_when_the_predictor_is_made(tmp_path):
+    """NumPy has no bfloat16: a program exported with a bfloat16 input cannot be given its input as an array."""
+    import sampan
+
+    net = torch.nn.Linear(4, 2).to(torch.bfloat16).eval()
+    prefix = tmp_path / "bf16"
+    sampan.jit.save(net, prefix, input_spec=[sampan.InputSpec([None, 4], "bfloat16", "x")])
+    with pytest.raises(ValueError, match=r"Input 'x' of .*bf16 is bfloat16, a type NumPy lacks.*export with float32 "
+                                         r"inputs and cast inside the model.*sampan\.jit\.load"):
+        _predictor(prefix, "pt2")
 
 
 def test_missing_model_and_missing_backend(exported_lenet, tmp_path):

@@ -67,3 +67,25 @@ def _model_and_data(n=256, features=16, classes=3, seed=0):
 def model_and_data():
     """``model_and_data(n=256) -> (prepared sampan.Model, TensorDataset)``: a small 3-class problem."""
     return _model_and_data
+
+
+@pytest.fixture
+def run_dashboard(monkeypatch):
+    """``run_dashboard(name) -> namespace``: the code cells of ``notebooks/dashboards/<name>.ipynb`` run here, as
+    Voilà's kernel runs them but without one; what they display is kept in ``namespace["_shown"]``."""
+    import json
+    from pathlib import Path
+
+    import IPython.display
+
+    folder = Path(__file__).resolve().parents[2] / "notebooks" / "dashboards"
+
+    def run(name):
+        nb = json.loads((folder / f"{name}.ipynb").read_text(encoding="utf-8"))
+        code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        ns = {"__name__": f"dashboard_{name}", "_shown": []}
+        monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: ns["_shown"].extend(objs))
+        exec(compile(code, f"{name}.ipynb", "exec"), ns)
+        return ns
+
+    return run

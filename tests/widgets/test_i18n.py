@@ -23,6 +23,17 @@ def test_labels_follow_the_language(lang, monkeypatch):
         assert "accuracy <b>80.00%</b> on 15 samples" in texts[2] and "system memory" in texts[3]
 
 
+def test_the_live_status_line_says_epoch_and_step_in_chinese(monkeypatch):
+    monkeypatch.setenv("SAMPAN_LANG", "zh")
+    live = LiveCurves()
+    live.on_train_begin({})
+    live.on_train_batch_end(0, {"loss": 0.5, "batch_size": 8, "step": 1})
+    live.redraw()
+    status = live._status.value
+    assert "轮次 <b>1</b>" in status and "步 <b>1</b>" in status
+    assert "epoch" not in status and "step" not in status, status
+
+
 def test_every_chinese_label_is_chinese_and_keeps_its_placeholders(monkeypatch):
     import re
     import string
@@ -33,3 +44,11 @@ def test_every_chinese_label_is_chinese_and_keeps_its_placeholders(monkeypatch):
         assert fields(english) == fields(chinese), english
         assert english in ("MiB",) or re.search(r"[\u4e00-\u9fff]", chinese), f"{english!r} -> {chinese!r}"
     assert tr("not a known label") == "not a known label"
+
+
+def test_the_profiler_views_export_messages_have_chinese(monkeypatch):
+    from sampan_widgets import profiler_view
+
+    monkeypatch.setenv("SAMPAN_LANG", "zh")
+    for message in (profiler_view._REFUSED, profiler_view._EXISTS):
+        assert tr(message) != message and "{value}" in tr(message)

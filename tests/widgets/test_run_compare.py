@@ -116,3 +116,107 @@ def test_the_view_follows_a_running_sweep(monkeypatch, blobs, mlp, recorder):
     assert sorted(r.params["lr"] for r in view.runs) == sorted(str(t.params["lr"]) for t in handle.trials())
     assert "optimizer" not in view._table.value and "lr" in view._table.value  # trial runs: the swept values
     view.close()
+
+
+@pytest.fixture
+def dollar_runs(monkeypatch):
+    """Two runs recorded straight into the store (no fit): one named with a `$...$` pair matplotlib would read
+    as mathtext, one with a parameter value like that."""
+    from sampan.experiments import store
+
+    monkeypatch.setenv("SAMPAN_EXPERIMENT", f"compare-dollars-{uuid.uuid4().hex[:8]}")
+    client, eid = store.client(), store.experiment_id()
+    for name, lr in (("baseline", "0.1"), ("a $x^$ b", "cost $5 vs $10^")):
+        run = client.create_run(eid, run_name=name)
+        client.log_param(run.info.run_id, "lr", lr)
+        client.log_param(run.info.run_id, "epochs", "3")
+        for step in range(3):
+            client.log_metric(run.info.run_id, "eval_acc", 0.5 + step / 10, step=step)
+        client.set_terminated(run.info.run_id)
+
+
+def _displayed(view, monkeypatch):
+    """What displaying the view in a kernel (JupyterLab, Voilà, papermill) sends: the widget and its picture."""
+    import IPython.display
+
+    import sampan_widgets.experiments as module
+
+    shown = []
+    monkeypatch.setattr(module, "in_kernel", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda bundle, **kw: shown.append(bundle))
+    view._ipython_display_()
+    assert len(shown) == 1
+    return shown[0]
+
+
+def test_a_run_name_with_dollar_signs_is_drawn_as_typed_not_as_mathtext(dollar_runs, recorder, monkeypatch):
+    from sampan_widgets import RunCompare
+
+    view = RunCompare(metric="eval_acc", select=2)
+    assert sorted(r.name for r in view.runs) == ["a $x^$ b", "baseline"]
+    bundle = _displayed(view, monkeypatch)
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["image/png"] and view.picture_error is None  # the saved notebook's picture was drawn
+    legend = [t.get_text() for t in view.figure().axes[0].get_legend().get_texts()]
+    assert r"a \$x^\$ b" in legend  # an escaped `$` draws as a plain dollar sign
+    view.close()
+
+
+def test_a_picture_that_cannot_be_drawn_never_keeps_the_widget_from_showing(dollar_runs, recorder, monkeypatch):
+    from sampan_widgets import RunCompare
+
+    view = RunCompare(metric="eval_acc", select=2)
+
+    def broken():
+        raise RuntimeError("no font for this text")
+
+    monkeypatch.setattr(view, "figure", broken)
+    bundle = _displayed(view, monkeypatch)
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "image/png" not in bundle
+    assert view.picture_error == "RuntimeError: no font for this text"
+    view.close()
+
+
+@pytest.mark.parametrize("uri, named", [("bogus://nowhere", "bogus://nowhere"),
+                                        ("sqlite:////proc/nope/mlflow.db", "/proc/nope")])
+def test_a_store_that_cannot_be_opened_is_shown_above_the_table_not_raised(uri, named, recorder, monkeypatch):
+    from sampan_widgets import RunCompare
+
+    monkeypatch.setenv("SAMPAN_TRACKING_URI", uri)
+    view = RunCompare()  # in Voilà an exception here is a page with a generic error and no view
+    assert view.runs == [] and view.error_source == "store" and named in view.error
+    table = view._table.value
+    assert 'class="sampan-store-error"' in table and "SAMPAN_TRACKING_URI" in table
+    assert "sampan-filter-error" not in table
+    view._refresh_button.click()  # pressing refresh says it again, still without an exception
+    assert view.error_source == "store" and 'class="sampan-store-error"' in view._table.value
+    view.close()
+
+
+def test_on_refresh_callbacks_run_after_every_refresh_failed_or_not(dollar_runs, recorder):
+    from sampan_widgets import RunCompare
+
+    view = RunCompare()
+    seen = []
+    view.on_refresh(lambda v: seen.append((len(v.runs), v.error_source)))
+    view._refresh_button.click()
+    view._filter.value = "params.lr > 0.05"  # MLflow cannot search it: the runs are kept
+    view._filter.value = "params.lr = '0.1'"
+    assert seen == [(2, None), (2, "filter"), (1, None)]
+    view.close()
+
+
+def test_the_compare_view_has_no_english_words_in_chinese(dollar_runs, recorder, monkeypatch):
+    from sampan_widgets import RunCompare
+
+    monkeypatch.setenv("SAMPAN_LANG", "zh")
+    view = RunCompare(metric="eval_acc", select=2)
+    words = re.compile(r"\b(no run selected|parameters differ|no parameters|run|status|parameters|no metric logged)\b")
+    visible = lambda markup: re.sub(r"<[^>]+>", " ", markup)  # noqa: E731
+    table, parallel = visible(view._table.value), visible(view._parallel.value)
+    assert "2 个参数中有 1 个不同" in table and "运行" in table and "状态" in table and "参数 → eval_acc" in parallel
+    assert not words.findall(table) and not words.findall(parallel), (table, parallel)
+    view.select([])
+    assert visible(view._table.value).strip() == "未选择运行"
+    assert view.curves_svg([], None) == "<i>还没有记录指标</i>"
+    view.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import io
 import math
+import unicodedata
 from typing import Sequence
 
 import numpy as np
@@ -32,6 +33,11 @@ def _cjk_labels(done: list[bool] = []) -> None:  # noqa: B006 (once per process)
 
         use_cjk_font(warn=False)
         done.append(True)
+
+
+def literal(text: object) -> str:
+    """``text`` for a matplotlib label, drawn as typed: a run name such as ``cost $5 vs $10`` is not mathtext."""
+    return str(text).replace("$", r"\$")
 
 
 def to_png(fig) -> bytes:
@@ -67,7 +73,11 @@ def svg_lines(series: Sequence[dict], *, width: int = 320, height: int = 160, ti
     for s in series:
         a = np.asarray(_thin(s["points"], max_points), dtype=np.float64).reshape(-1, 2)
         arrays.append(a[np.isfinite(a).all(axis=1)])
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+    legends = _legend_layout([str(s.get("label", "")) if len(a) else None for s, a in zip(series, arrays)],
+                             left=pad_l + 4, right=width - pad_r)
+    lines = max((row for _, row, _ in legends if row is not None), default=0) + 1
+    total = height + (lines - 1) * _LEGEND_LINE
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total}" '
            f'style="font:10px sans-serif;background:#fff">']
     if title:
         out.append(f'<text x="{width / 2}" y="12" text-anchor="middle" font-weight="bold">{html.escape(title)}</text>')
@@ -88,8 +98,7 @@ def svg_lines(series: Sequence[dict], *, width: int = 320, height: int = 160, ti
         out.append(f'<text x="{pad_l - 3}" y="{sy(y) + 3:.1f}" text-anchor="end">{_fmt(y)}</text>')
     for x, anchor in ((x0, pad_l), (x1, pad_l + iw)):
         out.append(f'<text x="{anchor}" y="{pad_t + ih + 12}" text-anchor="middle">{_fmt(x)}</text>')
-    legend_x = pad_l + 4
-    for i, (s, a) in enumerate(zip(series, arrays)):
+    for i, (s, a, (x, row, label)) in enumerate(zip(series, arrays, legends)):
         color = s.get("color") or COLORS[i % len(COLORS)]
         if not len(a):
             continue
@@ -102,10 +111,44 @@ def svg_lines(series: Sequence[dict], *, width: int = 320, height: int = 160, ti
                    f'stroke-opacity="{op}"{dash} points="{path}"/>')
         if s.get("marker"):
             out.extend(f'<circle cx="{x / 10}" cy="{y / 10}" r="2.5" fill="{color}"/>' for x, y in tenths.tolist())
-        label = html.escape(str(s.get("label", "")))
-        out.append(f'<text x="{legend_x}" y="{height - 4}" fill="{color}">{label}</text>')
-        legend_x += 7 * len(label) + 12
+        out.append(f'<text x="{x:g}" y="{height - 4 + row * _LEGEND_LINE}" fill="{color}">{html.escape(label)}</text>')
     return "".join(out) + "</svg>"
+
+
+_LEGEND_LINE = 12  # pixels between legend lines
+_NARROW, _WIDE, _GAP = 6.5, 11, 12  # a 10px sans-serif character's width, a CJK one's, the space between entries
+
+
+def text_width(text: str) -> float:
+    """About how wide ``text`` (as shown, not HTML-escaped) draws at 10px: CJK and other wide characters ~twice."""
+    return sum(_WIDE if unicodedata.east_asian_width(c) in "WF" else _NARROW for c in text)
+
+
+def _fit(text: str, room: float) -> str:
+    """``text``, cut with an ellipsis to what fits in ``room`` pixels."""
+    if text_width(text) <= room:
+        return text
+    while text and text_width(text + "…") > room:
+        text = text[:-1]
+    return text + "…"
+
+
+def _legend_layout(labels: Sequence[str | None], *, left: float, right: float) -> list[tuple[float, int | None, str]]:
+    """Where each legend entry goes: ``(x, line, text)``, wrapping onto a new line when the next would run past
+    ``right``; a label wider than a whole line is cut. ``None`` labels (series without points) take no room."""
+    out: list[tuple[float, int | None, str]] = []
+    x, row = left, 0
+    for label in labels:
+        if label is None:
+            out.append((x, None, ""))
+            continue
+        text = _fit(label, right - left)
+        w = text_width(text)
+        if x > left and x + w > right:
+            x, row = left, row + 1
+        out.append((x, row, text))
+        x += w + _GAP
+    return out
 
 
 def human_bytes(n: float | None) -> str:

@@ -28,13 +28,23 @@ _ZH = {
     "<i>cleared</i>": "<i>已清除</i>", "{n} run(s)": "{n} 次运行",
     # RunCompare
     "MLflow filter, e.g. params.optimizer = 'Adam'": "MLflow 过滤条件，例如 params.optimizer = 'Adam'",
-    "filter": "过滤", "metric": "指标", "refresh": "刷新", "runs": "运行",
+    "filter": "过滤", "metric": "指标", "refresh": "刷新", "runs": "运行", "status": "状态",
+    "no run selected": "未选择运行", "{differ} of {total} parameters differ": "{total} 个参数中有 {differ} 个不同",
+    "no parameters": "没有参数", "parameters": "参数", "no metric logged yet": "还没有记录指标",
+    "tracking store": "记录存储",
     # ProfilerView
     "CPU total": "CPU 总计", "self CPU": "自身 CPU", "device total": "设备总计", "calls": "调用次数",
     "self device": "自身设备", "CPU memory": "CPU 内存", "device memory": "设备内存",
     "sort by": "排序依据", "<i>nothing profiled yet</i>": "<i>还没有性能分析结果</i>", "trace": "追踪文件",
     "export chrome trace": "导出 Chrome 追踪", "top operators": "最耗时的算子", "step breakdown": "每步分解",
     "memory": "内存", "<i>profile something first</i>": "<i>请先做一次性能分析</i>", "written to": "已写入",
+    "Expected `trace` to be a file name ending in .json, in this folder (no folder, not starting with a dot). "
+    "Received: trace={value}. HINT: type a name such as sampan_trace.json.":
+        "“追踪文件”（trace）应当是当前文件夹中以 .json 结尾的文件名（不含文件夹，不以点开头）。收到的是：trace={value}。"
+        "提示：输入例如 sampan_trace.json 这样的名字。",
+    "A file named {value} already exists here; the trace was not written (an export never replaces a file). "
+    "HINT: type a new file name.": "这里已经有名为 {value} 的文件，追踪文件没有写入（导出从不覆盖已有文件）。提示：输入一个新的文件名。",
+    "The trace was not written: {error}": "追踪文件没有写入：{error}",
     # ResourceMonitor
     "<i>no sample yet</i>": "<i>还没有采样</i>", "host": "主机", "process": "进程", "process RSS": "进程常驻内存（RSS）",
     "system memory": "系统内存", "device": "设备", "util": "利用率", "allocated": "已分配", "reserved": "已预留",

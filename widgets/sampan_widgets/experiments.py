@@ -8,14 +8,15 @@ import html
 import math
 import threading
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import ipywidgets as W
 
 from sampan.errors import bad_argument, first_line
 from sampan.experiments import compare
+from sampan.experiments.store import StoreError
 from sampan_widgets._base import Drawn, Panel, in_kernel, png_bundle
-from sampan_widgets._draw import COLORS, new_figure, svg_lines, to_png
+from sampan_widgets._draw import COLORS, literal, new_figure, svg_lines, to_png
 from sampan_widgets._i18n import tr
 
 _HIGHLIGHT = "#fff3c4"
@@ -54,7 +55,10 @@ class RunCompare(Drawn):
     def __init__(self, filter_string: str = "", *, metric: str | None = None, select: int = 5, max_runs: int = 200,
                  sweep: Any = None, refresh_s: float = 2.0, width: int = 420, height: int = 240) -> None:
         self.filter_string, self.max_runs, self.width, self.height = filter_string, max_runs, width, height
-        self.error: str | None = None  # why the last filter could not be searched (the runs before it are kept)
+        self.error: str | None = None  # why the last refresh failed (the runs before it are kept)
+        self.error_source: str | None = None  # "filter" (MLflow cannot search it) or "store" (cannot be opened)
+        self.picture_error: str | None = None  # why the static picture could not be drawn (the widget still shows)
+        self._on_refresh: list[Callable[["RunCompare"], Any]] = []
         self.runs: list[compare.RunRow] = []
         self.selected: list[str] = []
         self._curves: dict[tuple[str, str], list] = {}
@@ -85,18 +89,33 @@ class RunCompare(Drawn):
     def refresh(self, *, select: int | None = None, metric: str | None = None) -> None:
         """Reloads the runs from the store (keeping the selection where it still exists).
 
-        A filter MLflow cannot search is shown above the table (and kept in ``error``); the runs stay as they were.
+        A filter MLflow cannot search, or a tracking store that cannot be opened (a bad ``$SAMPAN_TRACKING_URI``,
+        a folder that cannot be written), is shown above the table (and kept in ``error``); the runs stay as they
+        were. The callbacks given to :meth:`on_refresh` run after every refresh, failed or not.
         """
+        try:
+            self._reload(select, metric)
+        finally:
+            for callback in list(self._on_refresh):
+                callback(self)
+
+    def on_refresh(self, callback: Callable[["RunCompare"], Any]) -> None:
+        """Calls ``callback(view)`` after every refresh (a button press, a new filter, a sweep's tick), e.g. to
+        keep a headline's run count up to date."""
+        self._on_refresh.append(callback)
+
+    def _reload(self, select: int | None, metric: str | None) -> None:
         from mlflow.exceptions import MlflowException
 
         self.filter_string = self._filter.value
         try:
             self.runs = compare.list_runs(self.filter_string, max_results=self.max_runs)
-        except MlflowException as exc:
+        except (MlflowException, StoreError, OSError) as exc:
             self.error = first_line(exc)
+            self.error_source = "filter" if isinstance(exc, MlflowException) else "store"
             self.redraw()
             return
-        self.error = None
+        self.error = self.error_source = None
         ids = {r.run_id for r in self.runs}
         keep = [i for i in self.selected if i in ids]
         if select is not None or not keep:
@@ -152,13 +171,16 @@ class RunCompare(Drawn):
     def _error_html(self) -> str:
         if not self.error:
             return ""
+        if self.error_source == "store":
+            return (f'<div class="sampan-store-error" style="color:#b00">{html.escape(tr("tracking store"))}: '
+                    f'{html.escape(self.error)}</div>')
         return (f'<div class="sampan-filter-error" style="color:#b00">{html.escape(tr("filter"))} '
                 f'<code>{html.escape(self.filter_string)}</code>: {html.escape(self.error)}</div>')
 
     def table_html(self, rows: Sequence[compare.RunRow]) -> str:
         """The compare table: parameters that differ come first, on a yellow background."""
         if not rows:
-            return "<i>no run selected</i>"
+            return f"<i>{html.escape(tr('no run selected'))}</i>"
         t = compare.compare_table(rows)
         differ = set(t["differing"])
         head = "".join(f'<th style="background:{_HIGHLIGHT if p in differ else "#f4f4f4"}">{html.escape(p)}</th>'
@@ -173,18 +195,21 @@ class RunCompare(Drawn):
                 tds.append(f"<td{style}>{_cell(value)}</td>")
             tds.extend(f"<td>{_cell(v)}</td>" for v in cells[2 + len(t["params"]):])
             body.append(f'<tr class="sampan-run-row">{"".join(tds)}</tr>')
-        note = f"{len(differ)} of {len(t['params'])} parameters differ" if t["params"] else "no parameters"
-        return (f'<div style="overflow-x:auto"><div style="font-size:90%;color:#555">{note}</div>'
+        note = (tr("{differ} of {total} parameters differ").format(differ=len(differ), total=len(t["params"]))
+                if t["params"] else tr("no parameters"))
+        return (f'<div style="overflow-x:auto"><div style="font-size:90%;color:#555">{html.escape(note)}</div>'
                 f'<table class="sampan-compare-table" style="border-collapse:collapse;font-size:85%">'
-                f'<tr><th>run</th><th>status</th>{head}</tr>{"".join(body)}</table></div>')
+                f'<tr><th>{html.escape(tr("run"))}</th><th>{html.escape(tr("status"))}</th>{head}</tr>'
+                f'{"".join(body)}</table></div>')
 
     def curves_svg(self, rows: Sequence[compare.RunRow], metric: str | None) -> str:
         if not metric:
-            return "<i>no metric logged yet</i>"
+            return f"<i>{html.escape(tr('no metric logged yet'))}</i>"
         curves = self.curves(metric)
         series = [{"label": r.name, "points": curves.get(r.run_id, []), "color": COLORS[i % len(COLORS)],
                    "marker": len(curves.get(r.run_id, [])) <= 30} for i, r in enumerate(rows)]
-        return svg_lines(series, width=self.width, height=self.height, title=tr("{metric} by step").format(metric=metric))
+        return svg_lines(series, width=self.width, height=self.height,
+                         title=tr("{metric} by step").format(metric=metric))
 
     def parallel_svg(self, metric: str | None) -> str:
         """Parallel coordinates: one axis per differing parameter, then the metric; the selection in color."""
@@ -208,8 +233,8 @@ class RunCompare(Drawn):
                 columns.append([None if v is None else (levels.index(str(v)) + 0.5) / len(levels) for v in values])
         xs = [pad + i * (w - 2 * pad) / (len(axes) - 1) for i in range(len(axes))]
         out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" style="font:10px sans-serif;'
-               f'background:#fff"><text x="{w / 2}" y="12" text-anchor="middle" font-weight="bold">parameters → '
-               f'{html.escape(metric or "")}</text>']
+               f'background:#fff"><text x="{w / 2}" y="12" text-anchor="middle" font-weight="bold">'
+               f'{html.escape(tr("parameters"))} → {html.escape(metric or "")}</text>']
         selected = {rid: i for i, rid in enumerate(self.selected)}
         order = sorted(range(len(self.runs)), key=lambda k: self.runs[k].run_id in selected)
         for k in order:
@@ -228,25 +253,30 @@ class RunCompare(Drawn):
 
     # ------------------------------------------------------------------ static picture
     def figure(self):
-        """Curves and the compare table's key columns as a matplotlib Figure (for saved notebooks)."""
+        """Curves and the compare table's key columns as a matplotlib Figure (for saved notebooks).
+
+        Every text is drawn as typed (``literal``): a run name or a value with ``$`` signs is not mathtext.
+        """
         rows, metric = self._rows(), self._metric.value
         fig = new_figure(9.0, 3.2)
         ax_curve, ax_table = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.1, 1]})
         for i, (r, points) in enumerate(zip(rows, self.curves(metric).values() if metric else [])):
             if points:
-                ax_curve.plot(*zip(*points), marker="o", markersize=3, color=COLORS[i % len(COLORS)], label=r.name)
-        ax_curve.set_title(metric or tr("no metric"))
+                ax_curve.plot(*zip(*points), marker="o", markersize=3, color=COLORS[i % len(COLORS)],
+                              label=literal(r.name))
+        ax_curve.set_title(literal(metric) if metric else tr("no metric"))
         ax_curve.set_xlabel(tr("step"))
         ax_curve.grid(alpha=0.3)
         if rows:
             ax_curve.legend(fontsize=7)
         t = compare.compare_table(rows, [metric] if metric else [])
         cols = t["differing"][:4] + t["metrics"]
-        cells = [[row[0][:18], *(str(row[2 + t["params"].index(c)])[:10] if c in t["params"] else
-                                 _cell(row[-1]) for c in cols)] for row in t["rows"]]
+        cells = [[literal(row[0][:18]), *(literal(str(row[2 + t["params"].index(c)])[:10]) if c in t["params"] else
+                                          _cell(row[-1]) for c in cols)] for row in t["rows"]]
         ax_table.axis("off")
         if cells:
-            table = ax_table.table(cellText=cells, colLabels=["run", *cols], loc="center", fontsize=7)
+            table = ax_table.table(cellText=cells, colLabels=[tr("run"), *map(literal, cols)], loc="center",
+                                   fontsize=7)
             for j, c in enumerate(cols, start=1):
                 if c in t["differing"]:
                     for i in range(len(cells) + 1):
@@ -258,8 +288,19 @@ class RunCompare(Drawn):
 
         bundle = self._panel._repr_mimebundle_()
         if in_kernel():  # frontends with the widget show it; a saved notebook shows the picture
-            bundle = {**bundle, **png_bundle(to_png(self.figure()))}
+            bundle = {**bundle, **self._picture()}
         self._handle = display(bundle, raw=True, display_id=True)
+
+    def _picture(self) -> dict:
+        """The static picture's PNG bundle, or ``{}`` (and the reason in ``picture_error``) when it cannot be
+        drawn: the picture is for saved notebooks, and must never keep the live widget from showing."""
+        try:
+            bundle = png_bundle(to_png(self.figure()))
+        except Exception as exc:  # noqa: BLE001 - any drawing failure: show the widget without its picture
+            self.picture_error = f"{type(exc).__name__}: {first_line(exc)}"
+            return {}
+        self.picture_error = None
+        return bundle
 
     # ------------------------------------------------------------------ following a sweep
     def _follow(self, sweep: Any, every: float) -> None:

@@ -177,7 +177,8 @@ class LiveCurves(Callback, Drawn):
 
     def _status_html(self) -> str:
         total = self.params.get("epochs") if self.params else None
-        parts = [f"epoch <b>{self._epoch + 1}{'/' + str(total) if total else ''}</b>", f"step <b>{self._step}</b>"]
+        parts = [f"{tr('epoch')} <b>{self._epoch + 1}{'/' + str(total) if total else ''}</b>",
+                 f"{tr('step')} <b>{self._step}</b>"]
         for name, points in [*self.steps.items(), *((k, v) for k, v in self.epochs.items() if k.startswith("eval_"))]:
             parts.append(f"{html.escape(name)} <b>{points[-1][1]:.4g}</b>")
         return '<span class="sampan-live-status">' + " · ".join(parts) + "</span>"

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import ipywidgets as W
 
+from sampan.errors import first_line
 from sampan.profiler import PHASES, ProfileReport, profile_fit, profile_steps
 from sampan_widgets._base import Drawn, Panel
 from sampan_widgets._draw import COLORS, human_bytes, new_figure, to_png
@@ -77,7 +78,9 @@ class ProfilerView(Drawn):
     Args:
         steps: steps recorded; warmup: steps run first and left out.
         row_limit: operators shown.
-        trace_path: where the export button writes the chrome trace.
+        trace_path: where the export button writes the chrome trace. Whoever uses the view (in a Voilà dashboard,
+            anyone who opens it) may type another name in the box: only a plain ``.json`` file name in the current
+            folder, never an existing file (``trace_path`` itself is replaced by each export).
 
     Example:
         >>> from sampan_widgets import ProfilerView
@@ -88,6 +91,7 @@ class ProfilerView(Drawn):
     def __init__(self, *, steps: int = 10, warmup: int = 2, row_limit: int = 20,
                  trace_path: str = "sampan_trace.json") -> None:
         self.steps, self.warmup, self.row_limit = steps, warmup, row_limit
+        self._trace_path = trace_path  # the author's choice: the one name in the box that may name a folder
         self.report: ProfileReport | None = None
         self._embedded = False
         self.sort = W.Dropdown(options=[(tr(label), key) for label, key in _SORTS], value="cpu_total",
@@ -131,10 +135,55 @@ class ProfilerView(Drawn):
             self.ops.value = ops_table_html(self.report.top_ops(sorted_by=self.sort.value, row_limit=self.row_limit))
 
     def export(self, path: str | None = None) -> Path | None:
-        """Writes the chrome trace (to ``path`` or the path box) and says where."""
+        """Writes the chrome trace (to ``path`` or the path box) and says where, as often as asked.
+
+        The box (what a viewer types) takes ``trace_path`` (replaced) or a new ``.json`` file name in the current
+        folder; a refusal or
+        a failure is said in the status beside the button (the button's click has nowhere else to show it).
+        ``path`` from code may be any path and replaces an existing file; its failure is also raised.
+        """
         if self.report is None:
             self.export_status.value = tr("<i>profile something first</i>")
             return None
-        out = self.report.export_chrome_trace(path or self.path.value)
+        try:
+            if path is not None:
+                out = self.report.export_chrome_trace(path)
+            else:
+                target = _typed_trace_path(self.path.value, trusted=self._trace_path)
+                if target is None:
+                    return self._say(tr(_REFUSED).format(value=_shown(self.path.value)))
+                # the author's own trace_path is replaced on each export; a name typed in the box never replaces
+                out = self.report.profiler.export(target, overwrite=self.path.value == self._trace_path)
+        except FileExistsError:
+            return self._say(tr(_EXISTS).format(value=_shown(self.path.value)))
+        except Exception as exc:  # noqa: BLE001 - said where the viewer looks; code callers also get it raised
+            self._say(tr("The trace was not written: {error}").format(error=f"{type(exc).__name__}: {first_line(exc)}"))
+            if path is not None:
+                raise
+            return None
         self.export_status.value = f"{tr('written to')} <code>{html.escape(str(out))}</code>"
         return out
+
+    def _say(self, message: str) -> None:
+        self.export_status.value = f'<span class="sampan-export-error" style="color:#b00">{html.escape(message)}</span>'
+
+
+_REFUSED = ("Expected `trace` to be a file name ending in .json, in this folder (no folder, not starting with a dot). "
+            "Received: trace={value}. HINT: type a name such as sampan_trace.json.")
+_EXISTS = ("A file named {value} already exists here; the trace was not written (an export never replaces a file). "
+           "HINT: type a new file name.")
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 80 else value[:80] + "…")
+
+
+def _typed_trace_path(value: str, *, trusted: str) -> Path | None:
+    """Where a typed trace name may be written: ``value`` when it is a plain ``.json`` file name (no folder, no
+    drive, no leading dot, printable) or the author's own ``trusted`` path; else ``None``."""
+    if value == trusted:
+        return Path(value)
+    name = value.strip()
+    plain = (name == value and 5 < len(name) <= 120 and name.isprintable() and name.lower().endswith(".json")
+             and not name.startswith(".") and not any(c in name for c in '/\\:') and Path(name).name == name)
+    return Path(name) if plain else None

@@ -42,7 +42,7 @@ REPORT_HTML = """<!DOCTYPE html>
   <tr data-lesson="{{ l.lesson }}" data-status="{{ l.status }}">
     <td>{{ l.stage }}</td>
     <td><strong>{{ l.title }}</strong><br><code>{{ l.notebook }}</code>
-      {% if l.output | relative_link %}<br><a href="{{ l.output | relative_link }}">{{ t.executed }}</a>{% endif %}</td>
+      {% if not links and l.output %}<br>{{ t.executed }}: <code class="output">{{ l.output }}</code>{% elif l.output | relative_link %}<br><a href="{{ l.output | relative_link }}">{{ t.executed }}</a>{% endif %}</td>
     <td><span class="status {{ l.status }}">{{ t[l.status] }}</span></td>
     <td>{% if l.duration_s %}{{ "%.1f"|format(l.duration_s) }} s{% else %}&mdash;{% endif %}</td>
     <td>{% for m in l.metrics %}

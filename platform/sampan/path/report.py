@@ -81,17 +81,42 @@ def load_report(path: str | Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def render_html(data: dict[str, Any]) -> str:
-    """The HTML page for a report dict (as in ``report.json``)."""
+def render_html(data: dict[str, Any], *, links: bool = True) -> str:
+    """The HTML page for a report dict (as in ``report.json``).
+
+    Args:
+        data: the report; one in a language this version does not know is drawn in English.
+        links: link each executed notebook (relative to the run folder, where ``report.html`` lies); ``False``
+            names its path as text instead, for a page shown elsewhere (the ``path_report`` dashboard, where a
+            relative link would not reach the run folder).
+
+    Raises:
+        ValueError: ``data`` is not a report (not a dict, or a field the page needs is missing or of the wrong
+            kind), e.g. a foreign or damaged ``report.json``.
+    """
     import jinja2
 
     from sampan.path._template import REPORT_HTML
 
+    if not isinstance(data, dict):
+        raise ValueError(_not_a_report(f"it is a {type(data).__name__}, not an object"))
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["bound"] = lambda b: "−∞/∞" if b is None else f"{b:g}"
     env.filters["num"] = _num
     env.filters["relative_link"] = _relative_link
-    return env.from_string(REPORT_HTML).render(r=data, t=MESSAGES[data.get("language") or "en"])
+    language = data.get("language")
+    t = MESSAGES[language if language in MESSAGES else "en"]
+    try:
+        return env.from_string(REPORT_HTML).render(r=data, t=t, links=links)
+    except jinja2.UndefinedError as exc:
+        raise ValueError(_not_a_report(exc.message or "a field is missing")) from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(_not_a_report(f"{type(exc).__name__}: {exc}")) from None
+
+
+def _not_a_report(problem: str) -> str:
+    return (f"The data is not a learning-path report that this version can show ({problem}). HINT: open a "
+            "report.json written by `sampan path run`, or run it again to write a new one.")
 
 
 def list_runs(runs_dir: str | Path) -> list[Path]:

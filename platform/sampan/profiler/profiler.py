@@ -3,6 +3,7 @@ a per-step memory timeline and chrome trace export."""
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -123,6 +124,7 @@ class Profiler:
         self.timer_only = timer_only
         self._prof: Any = None
         self._averages: Any = None
+        self._trace: bytes | None = None  # the recorded window's chrome trace, made once (torch saves it once)
         self.step_num = 0
         self.step_times: list[float] = []
         self.memory: list[dict] = []
@@ -135,6 +137,7 @@ class Profiler:
             self._user_ready(prof)
 
     def start(self) -> "Profiler":
+        self._trace = None
         if not self.timer_only:
             self._prof = torch.profiler.profile(
                 activities=self._activities, schedule=self._schedule, on_trace_ready=self._ready,
@@ -212,15 +215,46 @@ class Profiler:
                 "cpu_memory": int(get("self_cpu_memory_usage")), "device_memory": int(get("self_device_memory_usage")),
                 "input_shapes": str(e.input_shapes) if self.record_shapes and e.input_shapes else ""}
 
-    def export(self, path: str | os.PathLike, format: Literal["json"] = "json") -> Path:
-        """Writes the last recorded window as a chrome trace (``chrome://tracing``, Perfetto)."""
+    def export(self, path: str | os.PathLike, format: Literal["json"] = "json", *, overwrite: bool = True) -> Path:
+        """Writes the last recorded window as a chrome trace (``chrome://tracing``, Perfetto), as often as asked.
+
+        torch can save a profile's trace only once, so the first export keeps it and every export copies it.
+
+        Args:
+            path: the file to write (its folder is created).
+            overwrite: replace an existing file (atomically); with ``False`` an existing ``path`` (or a link
+                there) raises ``FileExistsError`` and is left as it was.
+        """
+        from sampan.utils.io import atomic_write
+
+        data = self._trace_bytes()
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if overwrite:
+            return atomic_write(path, lambda tmp: tmp.write_bytes(data))
+        try:
+            fh = open(path, "xb")  # O_EXCL: never an existing file, never through a symlink
+        except FileExistsError:
+            raise FileExistsError(f"{path} already exists; the trace was not written. HINT: choose a new file "
+                                  "name, or pass overwrite=True to replace it.") from None
+        try:
+            with fh:
+                fh.write(data)
+        except BaseException:
+            path.unlink(missing_ok=True)  # the file this call created, half written
+            raise
+        return path
+
+    def _trace_bytes(self) -> bytes:
         if self._prof is None or self._averages is None:
             raise RuntimeError("No trace to export yet. HINT: run the profiler over its recorded steps first "
                                "(and not with timer_only=True).")
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._prof.export_chrome_trace(str(path))
-        return path
+        if self._trace is None:
+            with tempfile.TemporaryDirectory(prefix="sampan-trace-") as tmp:
+                trace = Path(tmp) / "trace.json"
+                self._prof.export_chrome_trace(str(trace))
+                self._trace = trace.read_bytes()
+        return self._trace
 
     export_chrome_trace = export
 

@@ -128,6 +128,26 @@ def test_profile_fit_breakdown_top_ops_memory_and_trace(tmp_path):
     assert "sampan::forward" in events and any(str(n).startswith("ProfilerStep#") for n in events)
 
 
+def test_a_trace_exports_as_often_as_asked_and_never_over_a_file_unless_told(tmp_path):
+    with Profiler() as prof:
+        torch.ones(8, 8) @ torch.ones(8, 8)
+        prof.step()
+    first = prof.export(tmp_path / "a.json")
+    second = prof.export(tmp_path / "b.json")  # torch alone: "Trace is already saved."
+    assert first.read_bytes() == second.read_bytes() and json.loads(second.read_text())["traceEvents"]
+    keep = tmp_path / "keep.json"
+    keep.write_text("mine")
+    with pytest.raises(FileExistsError, match=r"keep\.json already exists.*HINT: choose a new file name"):
+        prof.export(keep, overwrite=False)
+    assert keep.read_text() == "mine"
+    (tmp_path / "link.json").symlink_to(keep)
+    with pytest.raises(FileExistsError):
+        prof.export(tmp_path / "link.json", overwrite=False)
+    assert keep.read_text() == "mine"
+    assert prof.export(tmp_path / "a.json").read_bytes() == second.read_bytes()  # overwrite=True: replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "keep.json", "link.json"]
+
+
 class _Slow(Callback):
     def on_train_batch_end(self, step, logs=None):
         import time

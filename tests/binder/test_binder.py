@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -26,6 +27,27 @@ def _requirements(lines) -> dict[str, str]:
         req = Requirement(line)
         reqs[canonicalize_name(req.name)] = str(req.specifier)
     return reqs
+
+
+def _binder_links() -> list[tuple[str, str]]:
+    """``(app, path)`` of each mybinder link in binder/README.md: ``lab/tree/<path>`` or ``voila/render/<path>``."""
+    text = (BINDER / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"mybinder\.org/v2/gh/OWNER/REPO/HEAD\?urlpath=(lab/tree|voila/render)/([^`\s]+)", text)
+
+
+def test_binder_links_open_the_single_language_courses_postbuild_builds():
+    """notebooks/ holds the bilingual sources (every Markdown cell twice): the links open courses/<lang>/, built
+    from them by postBuild as `sampan lab --lang` builds them; what each link opens has its source."""
+    links = _binder_links()
+    assert {app for app, _ in links} == {"lab/tree", "voila/render"}
+    langs = set()
+    for _, path in links:
+        top, lang, rest = [*path.split("/", 2), "", ""][:3]
+        assert top == "courses" and lang in ("en", "zh"), f"{path}: not a built course (courses/en or courses/zh)"
+        assert (REPO / "notebooks" / rest).is_file(), path
+        langs.add(lang)
+    assert langs == {"en", "zh"}
+    assert "build_course" in (BINDER / "postBuild").read_text()
 
 
 def test_requirements_agree_with_pyproject():
@@ -79,3 +101,10 @@ def test_postbuild_runs_in_a_fresh_virtual_environment(tmp_path):
     spec = json.loads((env_dir / "share" / "jupyter" / "kernels" / "sampan" / "kernel.json").read_text())
     assert spec["argv"][0] == str(py) and spec["display_name"] == "Sampan (Python 3)"
     assert "voila" in done.stdout
+    # the links open built notebooks, each in one language (the sources show every Markdown cell twice)
+    for _, path in _binder_links():
+        lang = path.split("/")[1]
+        nb = json.loads((repo / path).read_text(encoding="utf-8"))
+        cell_langs = {c.get("metadata", {}).get("sampan", {}).get("lang") for c in nb["cells"]}
+        assert cell_langs <= {lang, None} and lang in cell_langs, (path, cell_langs)
+        assert nb["metadata"]["sampan"]["language"] == lang

@@ -1,16 +1,19 @@
 """The ``sampan`` command line: one module per subcommand in ``sampan/cli/``.
 
 Each module exposes ``add_parser(subparsers)`` (which registers the command
-and its options) and ``run(args) -> int`` (the exit code). Modules are
-imported only when the command runs, so ``sampan --version`` stays instant.
+and its options) and ``run(args) -> int`` (the exit code). A module is
+imported only when its command runs or shows its own ``--help``: ``sampan --help``
+lists the commands from :data:`COMMANDS` and ``sampan --version`` reads the
+version file, with no subcommand imported. (Both still pay for ``import sampan``,
+which imports torch.) Ctrl-C ends any command with ``sampan <cmd>: interrupted``
+and exit code 130, never a traceback.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
-
-from sampan._version import __version__
+from pathlib import Path
 
 # command -> (module, one-line help)
 COMMANDS = {
@@ -33,9 +36,38 @@ def _load(command: str):
     return importlib.import_module(COMMANDS[command][0])
 
 
+def version() -> str:
+    """Sampan's version, read from ``sampan/_version.py`` by path (the checkout's own, even in an editable install
+    whose recorded metadata is older), else from the installed distribution's metadata; nothing else imported.
+
+    Example:
+        >>> from sampan.cli import version
+        >>> version().count(".") >= 1
+        True
+    """
+    import re
+
+    try:
+        text = (Path(__file__).resolve().parent.parent / "_version.py").read_text(encoding="utf-8")
+        found = re.search(r"""^__version__\s*=\s*["']([^"']+)["']""", text, re.MULTILINE)
+        if found:
+            return found.group(1)
+    except OSError:
+        pass
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+
+    try:
+        return installed_version("sampan")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``sampan`` parser. ``only``: the one command whose module registers its options (the others get a
+    placeholder with their one-line help); ``""``: none, enough for ``sampan --help``; ``None``: all of them."""
     parser = argparse.ArgumentParser(prog="sampan", description="Sampan: the PaddlePaddle workflow on PyTorch.")
-    parser.add_argument("--version", action="version", version=f"sampan {__version__}")
+    parser.add_argument("--version", action="version", version=f"sampan {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         if only in (None, name):
@@ -47,11 +79,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    try:
+        return _main(argv, command)
+    except KeyboardInterrupt:  # Ctrl-C: the command stops, with no traceback (`path` reports its run itself)
+        name = f"sampan {command}" if command in COMMANDS else "sampan"
+        print(f"{name}: interrupted", file=sys.stderr, flush=True)
+        return 130
+
+
+def _main(argv: list[str], command: str | None) -> int:
     # `sampan launch` passes everything after it to torchrun untouched
     if argv[:1] == ["launch"]:
         return int(_load("launch").main(argv[1:]) or 0)
-    command = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(only=command if command in COMMANDS else None)
+    parser = build_parser(only=command if command in COMMANDS else "")
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -45,11 +45,44 @@ def refuse_token_argument(command: str, env_var: str) -> int:
 
 
 def ensure_kernel() -> None:
-    """Installs the ``sampan`` kernel spec into this environment when it is missing (lessons name it)."""
-    from jupyter_client.kernelspec import find_kernel_specs
+    """Installs the ``sampan`` kernel spec when it is missing (lessons name it) or runs another Python than this one
+    (a spec left by an older environment), where ``sampan kernel install`` would put it: this virtualenv or conda
+    environment, else the user's folder (:func:`sampan.cli.kernel.install_target`)."""
+    from jupyter_client.kernelspec import KernelSpecManager
 
-    if "sampan" not in find_kernel_specs():
-        from sampan.cli.kernel import install
+    from sampan.cli.kernel import DISPLAY_NAME, KERNEL_NAME, install, install_target
 
-        dest = install(prefix=sys.prefix)
-        print(f"Installed the 'Sampan (Python 3)' kernel spec in {dest}", file=sys.stderr)
+    found = KernelSpecManager().find_kernel_specs().get(KERNEL_NAME)
+    if found is not None:
+        python = _spec_python(found)
+        if python is not None and _same_path(python, sys.executable):
+            return
+        print(f"The '{KERNEL_NAME}' kernel spec in {found} runs {python or 'an unreadable command'}, not this Python "
+              f"({sys.executable}): installing one for this Python.", file=sys.stderr)
+    user, prefix = install_target()
+    dest = install(user=user, prefix=prefix)
+    print(f"Installed the '{DISPLAY_NAME}' kernel spec in {dest}", file=sys.stderr)
+    now = KernelSpecManager().find_kernel_specs().get(KERNEL_NAME)
+    python = _spec_python(now) if now else None
+    if python is None or not _same_path(python, sys.executable):
+        print(f"The '{KERNEL_NAME}' kernel spec in {now} still comes first on Jupyter's kernel path and runs "
+              f"{python}. HINT: remove that folder, or reinstall it with `sampan kernel install --prefix ...`.",
+              file=sys.stderr)
+
+
+def _spec_python(resource_dir: str) -> str | None:
+    """``argv[0]`` of the kernel spec in ``resource_dir``; None when it cannot be read."""
+    import json
+
+    try:
+        argv = json.loads((Path(resource_dir) / "kernel.json").read_text(encoding="utf-8"))["argv"]
+        return str(argv[0])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _same_path(a: str, b: str) -> bool:
+    """The same interpreter: the same folder (a virtualenv's python links to its base Python, but runs another
+    environment) and the same file there (``python`` and ``python3`` of one environment are one interpreter)."""
+    a, b = (os.path.normpath(os.path.abspath(os.path.expanduser(p))) for p in (a, b))
+    return os.path.dirname(a) == os.path.dirname(b) and os.path.realpath(a) == os.path.realpath(b)

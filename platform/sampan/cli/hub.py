@@ -24,6 +24,7 @@ import argparse
 import getpass
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def environment(args) -> dict[str, str]:
     """The ``SAMPAN_HUB_*`` variables :class:`sampan.hub.config.HubSettings` reads; checks the arguments."""
     from sampan.cli._servers import free_port
     from sampan.errors import bad_argument, check_int
-    from sampan.hub.roster import check_username, read_roster
+    from sampan.hub.roster import check_username
     from sampan.utils.io import data_home
 
     _check_tls_files(args.ssl_cert, args.ssl_key)
@@ -75,12 +76,34 @@ def environment(args) -> dict[str, str]:
     if args.cull_timeout is not None:
         env["SAMPAN_HUB_CULL_TIMEOUT"] = str(check_int("--cull-timeout", args.cull_timeout))
     if args.roster:
-        read_roster(args.roster)  # fail now, with the line, rather than inside the hub
-        env["SAMPAN_HUB_ROSTER"] = str(Path(args.roster).resolve())
+        _check_roster(args.roster)
+        env["SAMPAN_HUB_ROSTER"] = str(Path(args.roster).expanduser().resolve())
     if args.ssl_cert:
         env.update(SAMPAN_HUB_SSL_CERT=str(Path(args.ssl_cert).resolve()),
                    SAMPAN_HUB_SSL_KEY=str(Path(args.ssl_key).resolve()))
     return env
+
+
+def _check_roster(roster: str) -> None:
+    """Reads the ``--roster`` CSV now, so that a missing file or a bad line fails here rather than inside the hub."""
+    from sampan.errors import bad_argument
+    from sampan.hub.roster import read_roster
+
+    expected = "an existing CSV file with the header row 'username,role'"
+    path = Path(roster).expanduser()
+    if not path.exists():
+        raise ValueError(bad_argument("--roster", roster, expected,
+                                      f"check the path (a relative one is read from {Path.cwd()}), or leave "
+                                      "--roster out: learners then sign up and a teacher approves them at "
+                                      "/hub/authorize"))
+    if path.is_dir():
+        raise ValueError(bad_argument("--roster", roster, f"{expected} (it is a folder)",
+                                      "name the CSV file inside it"))
+    try:
+        read_roster(str(path))
+    except OSError as exc:
+        raise ValueError(bad_argument("--roster", roster, expected,
+                                      f"make it readable by this user (the system said: {exc})")) from None
 
 
 def _check_tls_files(cert: str | None, key: str | None) -> None:
@@ -134,8 +157,8 @@ def run(args) -> int:
         return 2
     cmd = [sys.executable, "-m", "jupyterhub", "-f", str(config_file())]
     if args.dry_run:
-        print("\n".join(f"{k}={v}" for k, v in sorted(env.items())))
-        print(" ".join(cmd))
+        print("\n".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items())))
+        print(shlex.join(cmd))  # a line to paste into a shell
         return 0
     os.environ.update(env)
     hub_dir = Path(env["SAMPAN_HUB_DIR"])

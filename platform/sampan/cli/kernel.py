@@ -106,15 +106,43 @@ def run(args) -> int:
     if getattr(args, "kernel_command", None) != "install":
         print("usage: sampan kernel install [--user | --sys-prefix | --prefix DIR]", file=sys.stderr)
         return 2
-    user, prefix = install_target(user=bool(args.user), sys_prefix=bool(args.sys_prefix), prefix=args.prefix)
+    problem = _option_problem(args)
+    if problem:
+        print(f"sampan kernel install: {problem}", file=sys.stderr)
+        return 2
+    prefix = os.path.expanduser(args.prefix) if args.prefix is not None else None
+    user, prefix = install_target(user=bool(args.user), sys_prefix=bool(args.sys_prefix), prefix=prefix)
     try:
         dest = install(user=user, prefix=prefix, threads=args.threads, data_dir=args.data_dir)
     except ValueError as exc:
         print(f"sampan kernel install: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"sampan kernel install: {_where_failed(user, prefix, exc)}", file=sys.stderr)
+        return 2
     print(f"Installed kernel spec '{KERNEL_NAME}' ({DISPLAY_NAME}) in {dest}")
     print(f"  python: {sys.executable}")
     return 0
+
+
+def _option_problem(args) -> str | None:
+    """What is wrong with ``--threads`` or ``--data-dir``, worded for the command line; None when both are fine."""
+    if args.threads is not None and args.threads < 1:
+        return bad_argument("--threads", args.threads, "a positive int", "pass --threads 2, or omit it")
+    if args.data_dir is not None and Path(args.data_dir).expanduser().is_file():
+        return bad_argument("--data-dir", args.data_dir, "a folder (it is a file)",
+                            "name a folder, new or existing, for Sampan's data, or omit --data-dir")
+    return None
+
+
+def _where_failed(user: bool, prefix: str | None, exc: OSError) -> str:
+    """An install that the file system refused: which option chose the folder, and what to do instead."""
+    if prefix is not None and prefix != sys.prefix:
+        return bad_argument("--prefix", prefix, "a folder this user can write (share/jupyter/kernels is made in it)",
+                            f"pick another folder, or use --user (the system said: {exc})")
+    option = "--user" if user else "--sys-prefix"
+    return (f"Could not write the kernel spec with {option} ({exc}). HINT: use --user for your own folder, or "
+            f"--prefix DIR for a folder you can write.")
 
 
 def install_target(*, user: bool = False, sys_prefix: bool = False, prefix: str | None = None
@@ -135,7 +163,14 @@ def install_target(*, user: bool = False, sys_prefix: bool = False, prefix: str 
 
 
 def _in_virtualenv() -> bool:
-    """Inside a venv the default is the environment itself, elsewhere the user's folder."""
+    """Inside a venv the default is the environment itself, elsewhere the user's folder. A conda environment
+    counts when it is this Python's (``CONDA_PREFIX`` is ``sys.prefix``), not merely one active in the shell."""
     if sys.prefix != getattr(sys, "base_prefix", sys.prefix):
         return True
-    return bool(os.environ.get("CONDA_PREFIX"))
+    conda = os.environ.get("CONDA_PREFIX")
+    if not conda:
+        return False
+    try:
+        return os.path.samefile(conda, sys.prefix)
+    except OSError:  # a CONDA_PREFIX that does not exist (any more)
+        return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -129,7 +130,7 @@ def run(args) -> int:
         print(f"sampan lab: {exc}", file=sys.stderr)
         return 2
     if args.dry_run:
-        print(" ".join(cmd))
+        print(shlex.join(cmd))  # a line to paste into a shell
         return 0
     ensure_kernel()
     install_lab_settings()

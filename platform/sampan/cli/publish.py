@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 
 from sampan.cli._args import port as port_type
@@ -71,7 +72,7 @@ def _serve(args) -> int:
     port = server_port(args.port, program="sampan publish")
     cmd = gallery.voila_command(port=port)
     if args.dry_run:
-        print(" ".join(cmd))
+        print(shlex.join(cmd))  # a line to paste into a shell
         return 0
     ensure_kernel()
     token = new_token("SAMPAN_GALLERY_TOKEN")

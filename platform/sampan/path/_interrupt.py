@@ -29,8 +29,7 @@ def kernels_stopped_on_interrupt() -> Iterator[None]:
     def stop_kernels() -> None:
         from sampan.utils import forkkernels
 
-        server = forkkernels._CLIENT.get("server")
-        keep = before | ({server.process.pid} if server is not None else set())
+        keep = before | {server.process.pid for server in forkkernels._CLIENTS.values()}
         started = [p for p in me.children(recursive=True) if p.pid not in keep]
         for proc in started:
             with contextlib.suppress(psutil.Error):

@@ -213,6 +213,9 @@ def load_path(manifest: str | Path | None = None, *, check_files: bool = True) -
     yaml = require("yaml")
     # absolute, so that lesson paths relative to its folder, the index and the site never depend on the cwd
     file = (Path(manifest).expanduser() if manifest is not None else default_manifest()).resolve()
+    if file.is_dir():  # FileNotFoundError all the same: callers report it as a manifest that is not there
+        hint = " (pass the path.yaml inside it)" if (file / "path.yaml").is_file() else ""
+        raise FileNotFoundError(f"The learning-path manifest {file} is a folder, not a file{hint}.")
     if not file.is_file():
         raise FileNotFoundError(f"The learning-path manifest {file} does not exist.")
     try:

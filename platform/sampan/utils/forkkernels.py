@@ -18,6 +18,12 @@ What a fresh interpreter would do differently, and how the child makes up for it
   torchvision imports them, in the server: they are those of the process that started the first kernel;
 - random state: Python's ``random`` reseeds itself after a fork; the child reseeds numpy's global generator and
   torch's default generators from the system's entropy, as a new interpreter does;
+- the time zone and the character type locale: the child reads the kernel's ``TZ`` (``time.tzset``) and
+  ``LC_ALL`` / ``LC_CTYPE`` / ``LANG`` (``locale.setlocale(LC_CTYPE, "")``, as Python does at startup);
+- string hashing: an interpreter fixes its hash seed when it starts, so a kernel is forked from a server started
+  with the kernel's own ``PYTHONHASHSEED`` (one server per value: ``seed_everything`` sets it, and a kernel started
+  after that hashes strings as a new interpreter with that seed would); kernels without one share their server's
+  random seed;
 - exit: ``atexit`` functions run when the kernel ends, as at an interpreter's exit;
 - the kernel's parent is the server, so ``JPY_PARENT_PID`` names it, and the kernel's command line gets
   ``--IPKernelApp.parent_handle=<that pid>`` (ipykernel read the variable when the server imported it): a kernel
@@ -37,6 +43,7 @@ from __future__ import annotations
 import atexit
 import functools
 import json
+import locale
 import logging
 import os
 import select
@@ -79,6 +86,14 @@ def why_not_forked(cmd: list[str]) -> str | None:
     if not same and os.path.realpath(cmd[0]) != os.path.realpath(sys.executable):
         return f"it runs another Python ({cmd[0]}) than this process ({sys.executable})"
     return None
+
+
+def _hash_seed(env: dict[str, str]) -> str | None:
+    """``PYTHONHASHSEED`` as an interpreter reads it: None for a random seed (unset, empty or ``random``)."""
+    value = env.get("PYTHONHASHSEED", "").strip()
+    if value in ("", "random"):
+        return None
+    return str(int(value)) if value.isdigit() else value
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -200,6 +215,11 @@ def _parent_flag(env: dict[str, str]) -> list[str]:
 
 def _fresh_process_state() -> None:
     """What a new interpreter would have read or drawn on its own (module docstring)."""
+    time.tzset()  # TZ, read by the time module when it was imported (in the server)
+    try:
+        locale.setlocale(locale.LC_CTYPE, "")  # as Python's startup does, from LC_ALL / LC_CTYPE / LANG
+    except locale.Error:
+        pass  # a locale the system does not have: a new interpreter keeps "C" too
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()  # from the OS's entropy, as at numpy's import
     torch = sys.modules.get("torch")
@@ -233,9 +253,9 @@ class ForkedKernel:
             self._status = None
             if len(data) == _CODE.size:
                 self.returncode = _CODE.unpack(data)[0]
-        if self.returncode is None and self._status is None and not _alive(self.pid):
-            # the server ended before the kernel (which then ends too: its parent changed); its code is lost
-            self.returncode = -signal.SIGKILL
+        if self.returncode is None and self._status is None:
+            # the server ended before the kernel (which then ends too: its parent changed)
+            self.returncode = _ended(self.pid)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -262,26 +282,50 @@ class ForkedKernel:
         self.send_signal(signal.SIGKILL)
 
 
-def _alive(pid: int) -> bool:
+def _ended(pid: int) -> int | None:
+    """None while ``pid`` runs; else its exit code when this process could collect it (an orphaned kernel is
+    re-parented to us when we are a child subreaper), else ``-SIGKILL``: the code went with its parent.
+
+    A zombie has ended: it passes ``os.kill(pid, 0)`` until its new parent collects it, which a subreaper that does
+    not know it (``tini -s``, a container's PID 1) may never do."""
+    try:
+        reaped, raw = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not our child (the usual case: the server's)
+        reaped, raw = 0, 0
+    if reaped == pid:
+        return os.waitstatus_to_exitcode(raw)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
+        return -signal.SIGKILL
     except PermissionError:
-        return True
-    return True
+        return None
+    return -signal.SIGKILL if _zombie(pid) else None
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
 
 
 class _Client:
-    """This process's fork server: started at the first kernel, ended by closing our end of its socket."""
+    """One of this process's fork servers, for kernels whose hash seed is ``hash_seed`` (None: random): started
+    at the first such kernel, ended by closing our end of its socket."""
 
-    def __init__(self):
+    def __init__(self, hash_seed: str | None):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.owner = os.getpid()
         self.lock = threading.Lock()
         code = f"from sampan.utils.forkkernels import serve; serve({theirs.fileno()})"
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+        if hash_seed is not None:
+            env["PYTHONHASHSEED"] = hash_seed
+        self.hash_seed = hash_seed
         self.process = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()],
-                                        stdin=subprocess.DEVNULL)
+                                        stdin=subprocess.DEVNULL, env=env)
         theirs.close()
         self.conn = ours
         atexit.register(self.close)
@@ -314,13 +358,13 @@ class _Client:
         return ForkedKernel(answer["pid"], status)
 
 
-_CLIENT: dict[str, _Client] = {}
+_CLIENTS: dict[str | None, _Client] = {}  # by hash seed
 
 
-def _client() -> _Client:
-    client = _CLIENT.get("server")
+def _client(hash_seed: str | None) -> _Client:
+    client = _CLIENTS.get(hash_seed)
     if client is None or client.owner != os.getpid() or client.process.poll() is not None:
-        client = _CLIENT["server"] = _Client()
+        client = _CLIENTS[hash_seed] = _Client(hash_seed)
     return client
 
 
@@ -349,8 +393,8 @@ def _fork(cmd: list[str], env: dict[str, str] | None, cwd: str | None, stdout: A
     try:
         out, err = _stream(stdout, 1), _stream(stderr, 2)
         opened = [fd for fd, given in ((out, stdout), (err, stderr)) if given == subprocess.DEVNULL]
-        return _client().start(list(cmd), dict(os.environ if env is None else env),
-                               str(cwd or os.getcwd()), (devnull, out, err))
+        env = dict(os.environ if env is None else env)
+        return _client(_hash_seed(env)).start(list(cmd), env, str(cwd or os.getcwd()), (devnull, out, err))
     finally:
         for fd in (devnull, *opened):
             os.close(fd)

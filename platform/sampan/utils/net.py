@@ -7,6 +7,7 @@ range is one the system never hands out on its own, so only another server start
 """
 from __future__ import annotations
 
+import os
 import random
 import socket
 import sys
@@ -27,7 +28,12 @@ def ephemeral_range() -> tuple[int, int] | None:
 
 
 def _bindable(port: int) -> bool:
+    """Whether a server could bind ``port`` now. Like tornado (Jupyter, Voila), the probe sets ``SO_REUSEADDR`` on
+    POSIX, where it only lets a port that a closed server's connections keep in TIME_WAIT be bound again (a live
+    listener still refuses it); on Windows that option would steal a port in use, so it is left off there."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        if os.name == "posix":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

@@ -73,8 +73,66 @@ def test_path_run_without_the_kernel_says_how_to_install_it(course, tmp_path, ca
     ("sampan.vision.models:Nope", "module 'sampan.vision.models' has no callable 'Nope'; it has LeNet"),
 ])
 def test_export_names_a_network_that_cannot_be_imported(tmp_path, network, says, capsys):
+    (tmp_path / "model.pt").write_bytes(b"")  # a checkpoint that is there: a missing one is reported first
     code = main(["export", str(tmp_path / "model.pt"), "--network", network, "--input-spec", "x:float32:None,4"])
     err = capsys.readouterr().err
     assert code == 1
     assert "Expected `--network` to be MODULE:FACTORY" in err and f"Received: --network='{network}'" in err
     assert says in err and "sampan.vision.models:LeNet" in err
+
+
+@pytest.mark.parametrize("command", [["check", "--no-compile"], ["kernel", "install"]])
+def test_ctrl_c_ends_a_command_with_a_line_and_code_130(command, monkeypatch, capsys):
+    import importlib
+
+    from sampan.cli import COMMANDS
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module(COMMANDS[command[0]][0]), "run", interrupted)
+    try:
+        code = main(command)
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C came out of main() as a KeyboardInterrupt (a traceback on the terminal)")
+    assert code == 130
+    err = capsys.readouterr().err
+    assert err.strip() == f"sampan {command[0]}: interrupted" and "Traceback" not in err
+
+
+def test_version_and_top_level_help_import_no_subcommand(tmp_path):
+    """`sampan --version` and `sampan --help` read the version file and COMMANDS: no subcommand module (and what
+    each imports: Jupyter, MLflow, Optuna) is loaded. (torch still is: `import sampan` imports it.)"""
+    import subprocess
+    import sys
+
+    import sampan
+
+    code = ("import contextlib, io, sys\n"
+            "from sampan.cli import main\n"
+            "out = io.StringIO()\n"
+            "for argv in (['--version'], ['--help']):\n"
+            "    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+            "        main(argv)\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('sampan.cli.'))\n"
+            "print(repr((out.getvalue(), loaded)))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text, loaded = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 - our own repr
+    assert loaded == []
+    assert text.startswith(f"sampan {sampan.__version__}\n")
+    for name in ("check", "lab", "path", "dashboard", "kernel", "publish", "hub", "sweep", "job"):
+        assert f"\n    {name}" in text
+
+
+def test_hub_names_a_roster_that_is_missing_or_a_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SAMPAN_HUB_LEARNER_USER", "root")
+    monkeypatch.chdir(tmp_path)
+    assert main(["hub", "--dry-run", "--roster", "missing.csv"]) == 2
+    err = capsys.readouterr().err
+    assert "Expected `--roster` to be an existing CSV file with the header row 'username,role'" in err
+    assert f"Received: --roster='missing.csv'. HINT: check the path (a relative one is read from {tmp_path})" in err
+    assert "Errno" not in err
+    (tmp_path / "class").mkdir()
+    assert main(["hub", "--dry-run", "--roster", "class"]) == 2
+    assert "(it is a folder). Received: --roster='class'. HINT: name the CSV file inside it" in capsys.readouterr().err

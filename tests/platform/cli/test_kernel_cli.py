@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from sampan.cli import main
@@ -43,7 +46,7 @@ def test_install_into_a_prefix(tmp_path, capsys):
 
 def test_bad_thread_count_and_missing_action(tmp_path, capsys):
     assert main(["kernel", "install", "--prefix", str(tmp_path), "--threads", "0"]) == 2
-    assert "Expected `threads` to be a positive int. Received: threads=0" in capsys.readouterr().err
+    assert "Expected `--threads` to be a positive int. Received: --threads=0" in capsys.readouterr().err
     assert main(["kernel"]) == 2
 
 
@@ -79,3 +82,105 @@ def test_install_target_outside_a_virtualenv_is_the_users_folder(monkeypatch):
     assert kernel.install_target(prefix="/opt/x") == (False, "/opt/x")
     monkeypatch.setattr(kernel, "_in_virtualenv", lambda: True)
     assert kernel.install_target() == (False, sys.prefix)
+
+
+def test_conda_prefix_counts_only_when_it_is_this_pythons_environment(monkeypatch, tmp_path):
+    """A conda base auto-activated in the shell says nothing about a system Python: its spec goes to the user."""
+    from sampan.cli import kernel
+
+    here, other = tmp_path / "python", tmp_path / "conda"
+    here.mkdir(), other.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(here))
+    monkeypatch.setattr(sys, "base_prefix", str(here))
+    monkeypatch.setenv("CONDA_PREFIX", str(other))
+    assert kernel.install_target() == (True, None)
+    monkeypatch.setenv("CONDA_PREFIX", str(tmp_path / "gone"))
+    assert kernel.install_target() == (True, None)
+    monkeypatch.setenv("CONDA_PREFIX", str(here) + "/")
+    assert kernel.install_target() == (False, str(here))
+
+
+def test_prefix_is_expanded_and_an_unusable_one_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["kernel", "install", "--prefix=~/kp"]) == 0
+    assert (tmp_path / "home" / "kp" / "share" / "jupyter" / "kernels" / "sampan" / "kernel.json").is_file()
+    assert not (work / "~").exists()
+    capsys.readouterr()
+    (work / "afile").write_text("")
+    assert main(["kernel", "install", "--prefix", "afile"]) == 2
+    err = capsys.readouterr().err
+    assert "Expected `--prefix` to be a folder this user can write" in err and "Received: --prefix='afile'" in err
+    assert "HINT:" in err and "Traceback" not in err
+
+
+def test_a_data_dir_that_is_a_file_is_refused(tmp_path, capsys):
+    (tmp_path / "afile").write_text("")
+    assert main(["kernel", "install", "--prefix", str(tmp_path / "p"), "--data-dir", str(tmp_path / "afile")]) == 2
+    err = capsys.readouterr().err
+    assert "Expected `--data-dir` to be a folder (it is a file)" in err and "HINT:" in err
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.fixture
+def kernel_paths(tmp_path, monkeypatch):
+    """Jupyter's kernel search path made of two folders, this environment's and the user's, with sys.prefix and
+    the user's data folder moved under tmp_path (nothing is written to the real environment)."""
+    import jupyter_client.kernelspec as kernelspec
+
+    env, user = tmp_path / "env", tmp_path / "user"
+    monkeypatch.setattr(sys, "prefix", str(env))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(user))
+    order = [str(env / "share" / "jupyter" / "kernels"), str(user / "kernels")]
+    monkeypatch.setattr(kernelspec, "jupyter_path", lambda *parts: list(order))
+    return env / "share" / "jupyter" / "kernels" / "sampan", user / "kernels" / "sampan", order
+
+
+def test_ensure_kernel_installs_where_kernel_install_would(kernel_paths, monkeypatch, capsys):
+    from sampan.cli import _servers, kernel
+
+    in_env, in_user, _ = kernel_paths
+    monkeypatch.setattr(kernel, "_in_virtualenv", lambda: False)  # a system Python: the user's folder, not sys.prefix
+    _servers.ensure_kernel()
+    assert json.loads((in_user / "kernel.json").read_text())["argv"][0] == sys.executable
+    assert not in_env.exists()
+    assert f"Installed the 'Sampan (Python 3)' kernel spec in {in_user}" in capsys.readouterr().err
+    _servers.ensure_kernel()  # it runs this Python: left alone
+    assert capsys.readouterr().err == ""
+
+
+def stale_spec(folder: Path, python: str = "/opt/old-env/bin/python") -> None:
+    folder.mkdir(parents=True)
+    (folder / "kernel.json").write_text(json.dumps({"argv": [python, "-m", "ipykernel_launcher", "-f",
+                                                             "{connection_file}"], "display_name": "old"}))
+
+
+def test_ensure_kernel_replaces_a_spec_that_runs_another_python(kernel_paths, monkeypatch, capsys):
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    from sampan.cli import _servers, kernel
+
+    in_env, in_user, _ = kernel_paths
+    stale_spec(in_user)  # left by an older environment; this venv's folder comes first on the path
+    monkeypatch.setattr(kernel, "_in_virtualenv", lambda: True)
+    _servers.ensure_kernel()
+    err = capsys.readouterr().err
+    assert f"kernel spec in {in_user} runs /opt/old-env/bin/python, not this Python ({sys.executable})" in err
+    assert f"Installed the 'Sampan (Python 3)' kernel spec in {in_env}" in err and "HINT" not in err
+    assert KernelSpecManager().get_kernel_spec("sampan").argv[0] == sys.executable
+
+
+def test_ensure_kernel_says_when_a_stale_spec_still_comes_first(kernel_paths, monkeypatch, capsys):
+    from sampan.cli import _servers, kernel
+
+    in_env, in_user, order = kernel_paths
+    order.reverse()  # the user's folder first (JUPYTER_PREFER_ENV_PATH=0)
+    stale_spec(in_user, python=os.path.realpath(sys.executable) + "-old")
+    monkeypatch.setattr(kernel, "_in_virtualenv", lambda: True)
+    _servers.ensure_kernel()
+    err = capsys.readouterr().err
+    assert (in_env / "kernel.json").is_file()
+    assert f"The 'sampan' kernel spec in {in_user} still comes first on Jupyter's kernel path" in err
+    assert "HINT: remove that folder" in err

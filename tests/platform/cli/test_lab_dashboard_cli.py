@@ -90,3 +90,34 @@ def test_a_busy_port_is_replaced_by_another_and_the_learner_is_told(command, cap
     assert used != busy and f"port={used}" in out  # the command runs on the port named
     assert main([*command, "--dry-run", "--port", str(used)]) == 0
     assert "busy" not in capsys.readouterr().err  # a free port: no note
+
+
+@pytest.fixture
+def spaced(tmp_path, monkeypatch):
+    """A Python and a data folder whose paths have spaces, as on many learners' machines."""
+    python = tmp_path / "my python" / "bin" / "python"
+    monkeypatch.setattr("sys.executable", str(python))
+    monkeypatch.setenv("SAMPAN_DATA", str(tmp_path / "my data"))
+    monkeypatch.setenv("SAMPAN_HUB_LEARNER_USER", "root")  # hub as root (CI): the learners' account is chosen
+    return str(python)
+
+
+def test_dry_runs_print_a_command_that_pastes_into_a_shell(spaced, tmp_path, capsys):
+    import json
+
+    from sampan.path.lang import built_course_dir
+
+    assert main(["lab", "--dry-run", "--no-browser", "--port", "0", "--lang", "en"]) == 0
+    cmd = shlex.split(capsys.readouterr().out)
+    assert cmd[:3] == [spaced, "-m", "jupyterlab"] and f"--ServerApp.root_dir={built_course_dir('en')}" in cmd
+
+    assert main(["publish", "--serve", "--dry-run", "--port", "0"]) == 0
+    cmd = shlex.split(capsys.readouterr().out.strip().splitlines()[-1])
+    assert cmd[0] == spaced and str(tmp_path / "my data" / "gallery") in " ".join(cmd)
+    settings = [w for w in cmd if w.startswith("--Voila.tornado_settings=")]
+    assert len(settings) == 1 and "Content-Security-Policy" in json.loads(settings[0].split("=", 1)[1])["headers"]
+
+    assert main(["hub", "--dry-run", "--dir", str(tmp_path / "my hub"), "--port", "8123"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert shlex.split(lines[-1])[:3] == [spaced, "-m", "jupyterhub"]
+    assert f"SAMPAN_HUB_DIR={tmp_path / 'my hub'}" in [w for line in lines[:-1] for w in shlex.split(line)]

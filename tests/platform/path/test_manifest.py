@@ -119,3 +119,15 @@ def test_lesson_ids_follow_the_teacher_dashboards_rule(planted):
         with pytest.raises(PathManifestError, match=r"expected an identifier of letters, digits, '_', '\.' or '-'"):
             load_path(file)
         assert not is_identifier(bad)
+
+
+def test_a_folder_given_as_the_manifest_is_called_a_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"manifest .*empty is a folder, not a file\.$"):
+        load_path(tmp_path / "empty")
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "path.yaml").write_text("stages: []\n")
+    with pytest.raises(FileNotFoundError, match=r"is a folder, not a file \(pass the path\.yaml inside it\)"):
+        load_path(tmp_path / "course")
+    with pytest.raises(FileNotFoundError, match=r"manifest .*missing\.yaml does not exist"):
+        load_path(tmp_path / "missing.yaml")

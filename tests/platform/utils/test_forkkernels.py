@@ -30,7 +30,7 @@ plt.plot([0, 1], [1, 0]); plt.show()
 print(json.dumps({"preloaded": preloaded, "cwd": os.getcwd(), "mark": os.environ.get("SAMPAN_TEST_MARK"),
                   "threads": torch.get_num_threads(), "pid": os.getpid(), "ppid": os.getppid(),
                   "argv0": os.path.basename(sys.argv[0]), "numpy": np.random.rand(), "torch": torch.rand(1).item(),
-                  "backend": plt.get_backend()}))
+                  "backend": plt.get_backend(), "hash": hash("sampan")}))
 """
 
 
@@ -61,6 +61,13 @@ def gone(pid: int) -> bool:
         return True
 
 
+def zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return False
+
+
 def wait_until(condition, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -74,13 +81,23 @@ def test_a_forked_kernel_runs_a_notebook_as_a_new_interpreter_does(tmp_path, mon
     monkeypatch.setenv("SAMPAN_TEST_MARK", "from-the-test")
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     monkeypatch.setenv(forkkernels.FORK_KERNELS_ENV, "1")
+    monkeypatch.setenv("PYTHONHASHSEED", "123")  # as seed_everything(123) leaves it for the kernels started next
     first, outputs = run_probe(tmp_path, "forked-1")
     second, _ = run_probe(tmp_path, "forked-2")
+    monkeypatch.setenv("PYTHONHASHSEED", "7")
+    other_seed, _ = run_probe(tmp_path, "forked-seed-7")
+    monkeypatch.setenv("PYTHONHASHSEED", "123")
     monkeypatch.delenv(forkkernels.FORK_KERNELS_ENV)
     fresh, fresh_outputs = run_probe(tmp_path, "fresh")
 
     assert first["preloaded"] and second["preloaded"] and not fresh["preloaded"]
-    assert first["ppid"] == second["ppid"] != os.getpid()  # both forked by this process's one server
+    assert first["ppid"] == second["ppid"] != os.getpid()  # both forked by this process's server for seed 123
+    # strings hash as in a new interpreter with the kernel's PYTHONHASHSEED: one server per seed
+    assert first["hash"] == second["hash"] == fresh["hash"]
+    assert other_seed["preloaded"] and other_seed["ppid"] not in (first["ppid"], os.getpid())
+    seven = subprocess.run([sys.executable, "-c", "print(hash('sampan'))"], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONHASHSEED": "7"}, check=True).stdout
+    assert other_seed["hash"] == int(seven) != first["hash"]
     assert fresh["ppid"] == os.getpid()
     for run, name in ((first, "forked-1"), (second, "forked-2"), (fresh, "fresh")):
         assert Path(run["cwd"]).resolve() == (tmp_path / name).resolve()
@@ -191,3 +208,50 @@ def test_a_command_the_server_cannot_fork_is_refused_with_the_reason(cmd, why):
                                        ("no", False)])
 def test_the_switch(value, on):
     assert forkkernels.enabled({forkkernels.FORK_KERNELS_ENV: value}) is on
+
+
+def test_a_forked_kernel_reads_its_own_time_zone_and_locale(monkeypatch):
+    # the time module read TZ when the server imported it; the child must read the kernel's
+    monkeypatch.setenv("TZ", "SPN-8")  # a POSIX rule: 8 hours east of UTC, no zone files needed
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    import locale
+
+    ctype = locale.setlocale(locale.LC_CTYPE, "C")  # what the server may hold; the kernel's environment says UTF-8
+    try:
+        forkkernels._fresh_process_state()
+        assert time.tzname[0] == "SPN" and time.timezone == -8 * 3600
+        assert locale.setlocale(locale.LC_CTYPE).lower().replace("-", "") == "c.utf8"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+        locale.setlocale(locale.LC_CTYPE, ctype)
+
+
+def test_a_zombie_kernel_counts_as_ended_and_is_collected_when_it_is_our_child():
+    # a kernel orphaned by its server is re-parented to a subreaper (us, here): dead, it stays a zombie, which
+    # os.kill(pid, 0) still finds
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
+    assert wait_until(lambda: zombie(child.pid), 30)
+    kernel = forkkernels.ForkedKernel(child.pid, None)
+    assert kernel.poll() == 3 and kernel.wait(timeout=1) == 3
+    assert not Path(f"/proc/{child.pid}").exists()  # collected
+    child.returncode = 3  # Popen must not wait for a pid that is gone
+
+
+def test_a_zombie_that_is_not_our_child_counts_as_ended():
+    # a zombie whose parent never collects it (a subreaper that does not know it): os.kill(pid, 0) still finds it
+    script = ("import os, subprocess, sys, time\n"
+              "child = subprocess.Popen([sys.executable, '-c', 'pass'])\n"
+              "print(child.pid, flush=True)\n"
+              "time.sleep(30)")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(parent.stdout.readline())
+        assert wait_until(lambda: zombie(pid), 30)
+        kernel = forkkernels.ForkedKernel(pid, None)
+        assert kernel.poll() == -9 and Path(f"/proc/{pid}").exists()
+    finally:
+        parent.kill()
+        parent.wait()
+    alive = forkkernels.ForkedKernel(os.getpid(), None)
+    assert alive.poll() is None

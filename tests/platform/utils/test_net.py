@@ -33,3 +33,19 @@ def test_without_the_range_the_system_picks(monkeypatch, tmp_path):
     (tmp_path / "low").write_text("1024\t65535\n")  # a range that starts low leaves no room below it
     monkeypatch.setattr(net, "EPHEMERAL_RANGE", tmp_path / "low")
     assert net.ephemeral_range() == (1024, 65535) and 1024 <= net.free_port() <= 65535
+
+
+def test_a_port_a_stopped_server_left_in_time_wait_is_free():
+    """Restarting `sampan lab` within a minute keeps its port: tornado binds it with SO_REUSEADDR."""
+    port = net.free_port()
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server closes first, as a stopping web server does: TIME_WAIT on its side
+        client.recv(1)
+        client.close()
+    assert net.free_port(preferred=port) == port
+    assert net.server_port(port, program="sampan lab") == port

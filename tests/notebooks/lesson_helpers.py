@@ -110,7 +110,11 @@ def _execute(notebook: Path, workdir: Path, *, data: Path, lang: str, parameters
            "MPLBACKEND": "module://matplotlib_inline.backend_inline", "SAMPAN_LANG": lang,
            # the starter-code run is a smoke run: every cell still runs, each fit / evaluate on 2 batches an
            # epoch (the solution run has already trained for real on the same code)
-           FAST_DEV_RUN_ENV: "" if parameters.get("SOLUTION", True) else str(STARTER_BATCHES)}
+           FAST_DEV_RUN_ENV: "" if parameters.get("SOLUTION", True) else str(STARTER_BATCHES),
+           # one hash seed for every lesson kernel, whatever seed_everything left in this worker's environment:
+           # kernels are forked from a server started with their own seed (sampan.utils.forkkernels), so one
+           # seed means one server per worker
+           "PYTHONHASHSEED": "0"}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:

@@ -156,6 +156,9 @@ class LiveCurves(Callback, Drawn):
             self.redraw()
         self._leave_static()
 
+    def on_exception(self, exception):
+        self.on_train_end()  # the curves up to the error, drawn and left in the notebook
+
     # ------------------------------------------------------------------ drawing
     def _panels(self) -> list[tuple[str, list[dict]]]:
         names = [n for n in dict.fromkeys([*self.steps, *self.epochs]) if not n.startswith("eval_")]

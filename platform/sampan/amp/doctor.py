@@ -91,6 +91,9 @@ class NanDoctor(TerminateOnNaN):
     def on_train_end(self, logs=None):
         self.precision.last_inputs = None
 
+    def on_exception(self, exception):
+        self.precision.last_inputs = None  # the last batch is not kept alive
+
     def error(self, step: int, loss: float) -> AmpNonFiniteError:
         last, self.precision.last_inputs = self.precision.last_inputs, None
         return self.diagnose(step, loss, None if last is None else (tuple(last), {}))

@@ -2,7 +2,10 @@
 
 A callback observes the loop through ``on_*`` hooks that receive a ``logs``
 dict, and steers it only through flags on the model, such as
-``model.stop_training = True``.
+``model.stop_training = True``. When ``fit`` raises (an error in a step or a
+callback, or Ctrl-C), ``on_train_end`` is not called: ``on_exception`` is,
+so that a callback can release what ``on_train_begin`` took (a thread, a file,
+a running profiler); then the error goes on to the caller.
 """
 from __future__ import annotations
 
@@ -36,6 +39,12 @@ class Callback:
     # whole runs
     def on_train_begin(self, logs=None): ...
     def on_train_end(self, logs=None): ...
+
+    def on_exception(self, exception: BaseException) -> None:
+        """``fit`` raised ``exception`` after ``on_train_begin`` (``on_train_end`` will not come): release what
+        the run took. Called on every callback, whether or not its own ``on_train_begin`` ran; what it raises is
+        reported as a warning and the fit's own error goes on."""
+
     def on_eval_begin(self, logs=None): ...
     def on_eval_end(self, logs=None): ...
     def on_predict_begin(self, logs=None): ...
@@ -93,6 +102,18 @@ class CallbackList:
     def call(self, hook: str, *args) -> None:
         for fn in self._bound[hook]:
             fn(*args)
+
+    def call_exception(self, exception: BaseException) -> None:
+        """``on_exception(exception)`` on every callback; one that raises is reported as a warning, so that every
+        callback gets its turn and the fit's own error is the one raised."""
+        import warnings
+
+        for fn in self._bound["on_exception"]:
+            try:
+                fn(exception)
+            except Exception as exc:  # noqa: BLE001 - the fit's error matters more; say this one and go on
+                warnings.warn(f"{type(fn.__self__).__name__}.on_exception raised {type(exc).__name__}: {exc} "
+                              f"while fit was ending with {type(exception).__name__}", RuntimeWarning, stacklevel=2)
 
     def find(self, kind: type) -> list:
         return [cb for cb in self.callbacks if isinstance(cb, kind)]

@@ -85,6 +85,9 @@ class VisualDL(Callback):
     def on_train_end(self, logs=None):
         self._close()
 
+    def on_exception(self, exception):
+        self._close()  # the curves up to the error reach the file
+
     def _close(self) -> None:
         if self._writer is not None:
             self._writer.close()

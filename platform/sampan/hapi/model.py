@@ -305,23 +305,27 @@ class Model:
         self.stop_training = False
         budget = num_iters if num_iters is not None else float("inf")
         logs: dict = {}
-        cbks.call("on_train_begin", {})
-        for epoch in range(self.epoch, epochs):
-            if self.stop_training or budget <= 0:
-                break
-            self._strategy.set_epoch(train_loader, epoch)
-            cbks.call("on_epoch_begin", epoch, {})
-            start = self.global_step
-            batches = budget * self._accumulate_steps  # the budget counts optimizer steps; an epoch, batches
-            logs = loop.train_epoch(self._loop, self, train_loader, cbks, metrics, log_freq=log_freq,
-                                    max_steps=int(min(batches, smoke if steps is None else steps)))
-            budget -= self.global_step - start
-            if eval_loader is not None and ((epoch + 1) % eval_freq == 0 or epoch + 1 == epochs):
-                eval_logs = loop.evaluate_loop(self._loop, eval_loader, cbks, metrics, max_steps=smoke)
-                logs.update({f"eval_{k}": v for k, v in eval_logs.items() if isinstance(v, (int, float))})
-            self.epoch = epoch + 1
-            cbks.call("on_epoch_end", epoch, logs)
-        cbks.call("on_train_end", logs)
+        try:
+            cbks.call("on_train_begin", {})
+            for epoch in range(self.epoch, epochs):
+                if self.stop_training or budget <= 0:
+                    break
+                self._strategy.set_epoch(train_loader, epoch)
+                cbks.call("on_epoch_begin", epoch, {})
+                start = self.global_step
+                batches = budget * self._accumulate_steps  # the budget counts optimizer steps; an epoch, batches
+                logs = loop.train_epoch(self._loop, self, train_loader, cbks, metrics, log_freq=log_freq,
+                                        max_steps=int(min(batches, smoke if steps is None else steps)))
+                budget -= self.global_step - start
+                if eval_loader is not None and ((epoch + 1) % eval_freq == 0 or epoch + 1 == epochs):
+                    eval_logs = loop.evaluate_loop(self._loop, eval_loader, cbks, metrics, max_steps=smoke)
+                    logs.update({f"eval_{k}": v for k, v in eval_logs.items() if isinstance(v, (int, float))})
+                self.epoch = epoch + 1
+                cbks.call("on_epoch_end", epoch, logs)
+            cbks.call("on_train_end", logs)
+        except BaseException as exc:  # an error or Ctrl-C: callbacks release what on_train_begin took
+            cbks.call_exception(exc)
+            raise
         return self.history
 
     def _resume(self, resume: Any, save_dir: Any, epochs: int) -> None:

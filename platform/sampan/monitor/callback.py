@@ -97,3 +97,6 @@ class MonitorCallback(Callback):
         if self._started_here:
             self.sampler.stop()
             self._started_here = False
+
+    def on_exception(self, exception):
+        self.on_train_end()  # the sampler this fit started stops; its samples up to the error stay

@@ -109,6 +109,9 @@ class StepTimer(Callback, PhaseClock):
         self.pause()
         self._active = False
 
+    def on_exception(self, exception):
+        self.on_train_end()
+
     # ---------------------------------------------------------------- results
     def summary(self) -> dict:
         """Median milliseconds per phase over the recorded steps (after ``skip``), each phase's share of the

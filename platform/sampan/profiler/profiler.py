@@ -278,12 +278,19 @@ class ProfilerCallback(Callback):
     def __init__(self, profiler: Profiler) -> None:
         super().__init__()
         self.profiler = profiler
+        self._running = False
 
     def on_train_begin(self, logs=None):
         self.profiler.start()
+        self._running = True
 
     def on_train_batch_end(self, step, logs=None):
         self.profiler.step()
 
     def on_train_end(self, logs=None):
-        self.profiler.stop()
+        if self._running:
+            self._running = False
+            self.profiler.stop()
+
+    def on_exception(self, exception):
+        self.on_train_end()  # a profiler left running would make the next one fail to start

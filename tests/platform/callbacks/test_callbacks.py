@@ -216,3 +216,48 @@ def test_progress_bar_says_why_the_first_step_of_a_decorated_forward_waits(blobs
     bars = capsys.readouterr().err
     assert bars.count("to_static: compiling and timing the first step") == 1, bars
     assert net.forward.train_choice is not None and net.forward.layer is net
+
+
+def test_a_fit_that_raises_lets_every_callback_release_what_it_took_and_raises_its_own_error(blobs, mlp, tmp_path):
+    """on_train_end never comes for a fit that raised: before on_exception a monitor's sampler thread ran on, a
+    profiler stayed on (the next one could not start) and TensorBoard's file kept the last steps unwritten."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from sampan.callbacks import VisualDL
+    from sampan.monitor import MonitorCallback
+    from sampan.profiler import Profiler, ProfilerCallback
+
+    class Boom(Callback):
+        def __init__(self, error):
+            super().__init__()
+            self.error = error
+
+        def on_train_batch_end(self, step, logs=None):
+            if step == 2:
+                raise self.error
+
+    class Clumsy(Callback):
+        def on_exception(self, exception):
+            raise ValueError("clumsy")
+
+    spy, monitor = Spy(), MonitorCallback(interval=0.05, leak_check=False)
+    profiling = ProfilerCallback(Profiler())
+    model = prepared(mlp())
+    callbacks = [spy, monitor, profiling, VisualDL(tmp_path / "log", log_freq=1), Clumsy()]
+    with pytest.warns(RuntimeWarning, match=r"Clumsy\.on_exception raised ValueError: clumsy while fit was ending "
+                                            r"with RuntimeError"):
+        with pytest.raises(RuntimeError, match="boom at step 2"):
+            model.fit(blobs[0], epochs=3, batch_size=32, verbose=0,
+                      callbacks=[*callbacks, Boom(RuntimeError("boom at step 2"))])
+    assert spy.calls[-1] == "on_exception" and "on_train_end" not in spy.calls
+    assert not monitor.sampler.running and monitor.sampler.samples
+    events = EventAccumulator(str(tmp_path / "log"))
+    events.Reload()
+    assert [e.step for e in events.Scalars("train/loss")] == [1, 2, 3]  # steps 0..2 (the third raised after)
+    # Ctrl-C too; and the profiler is free again: a new fit starts and stops it
+    spy.calls.clear()
+    with pytest.warns(RuntimeWarning, match="Clumsy"), pytest.raises(KeyboardInterrupt):
+        model.fit(blobs[0], epochs=1, batch_size=32, verbose=0, callbacks=[*callbacks, Boom(KeyboardInterrupt())])
+    assert spy.calls[-1] == "on_exception" and not monitor.sampler.running
+    model.fit(blobs[0], epochs=1, batch_size=32, verbose=0, callbacks=[spy, profiling])
+    assert spy.calls[-1] == "on_train_end" and profiling.profiler.recorded

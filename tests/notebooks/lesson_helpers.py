@@ -132,9 +132,20 @@ def _execute(notebook: Path, workdir: Path, *, data: Path, lang: str, parameters
 
 
 def outputs_text(notebook: Path) -> str:
+    """Every output of the executed notebook as text, one output a line; the pieces of one stream that the kernel
+    sent apart (it flushes on a timer, so under load ``print("a", b)`` can arrive as "a" then " b") joined as a
+    reader sees them."""
     nb = nbformat.read(notebook, as_version=4)
-    return "\n".join(o.get("text", "") or o.get("data", {}).get("text/plain", "")
-                     for c in nb.cells for o in c.get("outputs", []))
+    parts: list[str] = []
+    for cell in nb.cells:
+        stream = None
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream" and out.get("name") == stream:
+                parts[-1] += out.get("text", "")
+                continue
+            stream = out.get("name") if out.get("output_type") == "stream" else None
+            parts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
 
 
 def assert_follows_conventions(lesson: Path) -> None:

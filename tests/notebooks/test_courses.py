@@ -17,7 +17,7 @@ import pytest
 
 
 from lesson_helpers import (assert_exercises_follow_the_convention, assert_follows_conventions,  # noqa: E402
-                            launches_process_groups, lesson_run)
+                            launches_process_groups, lesson_run, outputs_text)
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -233,17 +233,6 @@ def assert_in_ranges(records: dict, ranges: dict[str, tuple]) -> None:
             continue
         assert low is None or value >= low, f"{name} = {value!r} is below {low}"
         assert high is None or value <= high, f"{name} = {value!r} is above {high}"
-
-
-def outputs_text(notebook: Path) -> str:
-    import nbformat
-
-    nb = nbformat.read(notebook, as_version=4)
-    parts = []
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            parts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
-    return "\n".join(parts)
 
 
 @functools.cache  # path.yaml is read once per test process, not once per test

@@ -77,7 +77,8 @@ class ResourceMonitor(MonitorCallback, Drawn):
     A :class:`sampan.monitor.ResourceSampler` thread samples every ``interval`` seconds; after each sample it
     sets the view's ``HTML`` values (trait assignment only, never ``with out:`` from the thread). As a ``fit``
     callback it starts at train begin, tags samples with the step, checks memory step after step for a leak
-    and stops at train end if it started there. Closing the widget stops the thread.
+    and stops at train end if it started there; after a fit that raised it keeps sampling until the next fit
+    ends or ``stop()``. Closing the widget stops the thread.
 
     Args:
         interval: seconds between samples (default 1: like ``nvidia-smi -l 1``; each sample is a moment of
@@ -162,6 +163,10 @@ class ResourceMonitor(MonitorCallback, Drawn):
     def on_train_begin(self, logs=None):
         self.leak_warning = None
         super().on_train_begin(logs)
+
+    def on_exception(self, exception):
+        """A fit that raised (an error, an out-of-memory, Ctrl-C) leaves the widget showing memory as it is freed:
+        the next fit's end, ``stop()`` or closing the widget stops it (a headless ``MonitorCallback`` stops here)."""
 
     def _show_leak(self, message: str) -> None:
         self.leak_warning = message

@@ -117,13 +117,17 @@ def test_a_tracking_uri_mlflow_cannot_use_is_named_before_anything_runs(uri, mon
     assert f"Received: $SAMPAN_TRACKING_URI={uri!r}" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("uri", ["sqlite:///{tmp}/x/mlflow.db", "file:///{tmp}/mlruns", "/{tmp}/mlruns", "mlruns",
+@pytest.mark.parametrize("uri", ["sqlite:///{tmp}/x/mlflow.db", "file://{tmp}/mlruns", "{tmp}/mlruns", "mlruns",
                                  "http://127.0.0.1:5000", "https://mlflow.example.org",
                                  "postgresql+psycopg2://u@h/db", "mysql://u@h/db"])
 def test_tracking_uris_mlflow_uses_are_accepted(uri, monkeypatch, tmp_path):
-    uri = uri.replace("/{tmp}/", f"{tmp_path}/")  # the test's own folder (tmp_path is absolute)
+    # the test's own folder: tmp_path is absolute, so sqlite:///{tmp} has the four slashes of an absolute path
+    # (with three, the database and its folder were made in the working directory: the checkout)
+    uri = uri.replace("{tmp}", str(tmp_path))
     monkeypatch.setenv("SAMPAN_TRACKING_URI", uri)
     assert store.check_writable() == uri
+    if uri.startswith("sqlite:"):
+        assert (tmp_path / "x").is_dir()  # the database's folder, made where the URI says
 
 
 def test_listing_a_mistyped_experiment_names_the_known_ones_and_creates_nothing(fresh_store):

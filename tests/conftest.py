@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -29,6 +30,42 @@ def pytest_collection_modifyitems(config, items):
         return len(_COSTLIEST_FIRST) + 1 + (path in _RE_READ_LAST)
 
     items.sort(key=rank)  # stable: a file's tests keep their order
+
+
+_CHECKOUT = Path(__file__).resolve().parents[1]
+_NOT_SOURCES = {".git", ".venv", "__pycache__", ".pytest_cache", ".ipynb_checkpoints"}
+
+
+def _checkout_paths() -> set[str]:
+    """Every file and folder of the checkout, but for the environment, caches and git's own."""
+    found = set()
+    for root, dirs, files in os.walk(_CHECKOUT):
+        dirs[:] = [d for d in dirs if d not in _NOT_SOURCES and not d.endswith(".egg-info")]
+        rel = os.path.relpath(root, _CHECKOUT)
+        found.update(os.path.normpath(os.path.join(rel, name)) for name in (*dirs, *files))
+    return found
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the run's own process (pytest-xdist's controller)
+        session.config.stash[_CHECKOUT_KEY] = _checkout_paths()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A test writes in its own temporary folder, never in the checkout: a path the run added there fails it
+    (a relative path in a test once made tmp/pytest-of-root/... beside the sources)."""
+    before = session.config.stash.get(_CHECKOUT_KEY, None)
+    if before is None:
+        return
+    added = sorted(_checkout_paths() - before)
+    if added:
+        shown = ", ".join(added[:10]) + (f" and {len(added) - 10} more" if len(added) > 10 else "")
+        print(f"\nThe tests added to the checkout ({_CHECKOUT.name}/): {shown}. A test must write only under "
+              "its tmp_path (or the data folder the fixtures give it).", flush=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_CHECKOUT_KEY = pytest.StashKey[set]()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -25,7 +25,8 @@ _ZH = {
     "learning rate": "学习率", "batch size": "批大小", "epochs": "轮数", "run": "运行", "clear": "清除",
     "<i>choose settings and press run</i>": "<i>选好设置后点击“运行”</i>", "running {label}…": "正在运行 {label}……",
     "{n} run(s); last: {label}: {summary}": "共 {n} 次运行；最近一次：{label}：{summary}",
-    "<i>cleared</i>": "<i>已清除</i>", "{n} run(s)": "{n} 次运行",
+    "<i>cleared</i>": "<i>已清除</i>", "{n} run(s)": "{n} 次运行", "{label} failed: {error}": "{label} 失败：{error}",
+    "train": "训练",
     # RunCompare
     "MLflow filter, e.g. params.optimizer = 'Adam'": "MLflow 过滤条件，例如 params.optimizer = 'Adam'",
     "filter": "过滤", "metric": "指标", "refresh": "刷新", "runs": "运行", "status": "状态",
@@ -38,6 +39,18 @@ _ZH = {
     "sort by": "排序依据", "<i>nothing profiled yet</i>": "<i>还没有性能分析结果</i>", "trace": "追踪文件",
     "export chrome trace": "导出 Chrome 追踪", "top operators": "最耗时的算子", "step breakdown": "每步分解",
     "memory": "内存", "<i>profile something first</i>": "<i>请先做一次性能分析</i>", "written to": "已写入",
+    "operator": "算子", "CPU total ms": "CPU 总计（毫秒）", "self CPU ms": "自身 CPU（毫秒）",
+    "device total ms": "设备总计（毫秒）", "CPU mem": "CPU 内存", "device mem": "设备内存", "input shapes": "输入形状",
+    "phase": "阶段", "median ms": "中位数（毫秒）", "share": "占比",
+    "<i>no fit breakdown (a code block was profiled)</i>": "<i>没有 fit 的分解（分析的是一段代码）</i>",
+    "fit's loop overhead (bookkeeping + callbacks): {loop:.3f} ms per step = <b>{share:.1%}</b> of the "
+    "{compute:.3f} ms of compute it wraps (forward + backward + optimizer); input (data + host-to-device): "
+    "{input:.3f} ms.":
+        "fit 循环的开销（记录 + 回调）：每步 {loop:.3f} 毫秒，占它包裹的 {compute:.3f} 毫秒计算"
+        "（前向 + 反向 + 优化器）的 <b>{share:.1%}</b>；输入（数据 + 主机到设备）：{input:.3f} 毫秒。",
+    # the phases of a step (sampan.profiler.PHASES)
+    "data": "数据", "h2d": "主机到设备", "forward": "前向", "backward": "反向", "optimizer": "优化器",
+    "other": "其他", "callbacks": "回调",
     "Expected `trace` to be a file name ending in .json, in this folder (no folder, not starting with a dot). "
     "Received: trace={value}. HINT: type a name such as sampan_trace.json.":
         "“追踪文件”（trace）应当是当前文件夹中以 .json 结尾的文件名（不含文件夹，不以点开头）。收到的是：trace={value}。"
@@ -52,6 +65,11 @@ _ZH = {
     # views
     "◀ previous": "◀ 上一页", "next ▶": "下一页 ▶", "normalize rows": "按行归一化",
     "accuracy <b>{accuracy:.2%}</b> on {count} samples": "在 {count} 个样本上的准确率为 <b>{accuracy:.2%}</b>",
+    "layer": "层", "type": "类型", "output shape": "输出形状", "params": "参数量",  # FLOPs stays FLOPs
+    "total params <b>{total}</b> · trainable {trainable} · FLOPs per forward {flops}":
+        "参数总量 <b>{total}</b> · 可训练 {trainable} · 每次前向 FLOPs {flops}",
+    "page {page} / {pages} (samples {first}–{last} of {count})": "第 {page}/{pages} 页（样本 {first}–{last}，共 {count} 个）",
+    "label": "标签", "text": "文本",
 }
 
 

@@ -67,7 +67,8 @@ class ExperimentPanel(Drawn):
             history = model.fit(self.train_data, self.eval_data, batch_size=batch_size, epochs=epochs,
                                 verbose=0, **self.fit_kwargs)
         except Exception as exc:
-            self.status.value = f'<span style="color:#b00">{html.escape(label)} failed: {html.escape(str(exc))}</span>'
+            failed = tr("{label} failed: {error}").format(label=html.escape(label), error=html.escape(str(exc)))
+            self.status.value = f'<span style="color:#b00">{failed}</span>'
             raise
         finally:
             self.run_button.disabled = False
@@ -91,9 +92,10 @@ class ExperimentPanel(Drawn):
         for i, run in enumerate(self.runs):
             h, color = run["history"], COLORS[i % len(COLORS)]
             epochs = [e + 1 for e in h["epoch"]]
-            ax.plot(epochs, h["loss"], marker="o", color=color, label=f"{run['label']} train")
+            ax.plot(epochs, h["loss"], marker="o", color=color, label=f"{run['label']} {tr('train')}")
             if "eval_loss" in h:
-                ax.plot(epochs, h["eval_loss"], marker="s", linestyle="--", color=color, label=f"{run['label']} eval")
+                ax.plot(epochs, h["eval_loss"], marker="s", linestyle="--", color=color,
+                        label=f"{run['label']} {tr('eval')}")
         ax.set_xlabel(tr("epoch"))
         ax.set_ylabel(tr("loss"))
         ax.grid(alpha=0.3)

@@ -19,8 +19,7 @@ _SORTS = [("CPU total", "cpu_total"), ("self CPU", "self_cpu_total"), ("device t
 
 
 def ops_table_html(rows: list[dict]) -> str:
-    head = ("<tr><th>operator</th><th>calls</th><th>CPU total ms</th><th>self CPU ms</th><th>device total ms</th>"
-            "<th>CPU mem</th><th>device mem</th><th>input shapes</th></tr>")
+    head = "<tr>" + "".join(f"<th>{tr(h)}</th>" for h in _OPS_HEAD) + "</tr>"
     body = "".join(
         f"<tr><td>{html.escape(r['name'])}</td><td>{r['count']}</td><td>{r['cpu_total']:.3f}</td>"
         f"<td>{r['self_cpu_total']:.3f}</td><td>{r['device_total']:.3f}</td><td>{human_bytes(r['cpu_memory'])}</td>"
@@ -29,16 +28,24 @@ def ops_table_html(rows: list[dict]) -> str:
     return f'<table class="sampan-ops" style="font:12px monospace">{head}{body}</table>'
 
 
+_OPS_HEAD = ("operator", "calls", "CPU total ms", "self CPU ms", "device total ms", "CPU mem", "device mem",
+             "input shapes")  # shown through tr()
+_OVERHEAD = ("fit's loop overhead (bookkeeping + callbacks): {loop:.3f} ms per step = <b>{share:.1%}</b> of the "
+             "{compute:.3f} ms of compute it wraps (forward + backward + optimizer); input (data + host-to-device): "
+             "{input:.3f} ms.")
+
+
 def breakdown_html(summary: dict) -> str:
     if not summary or not summary.get("steps"):
-        return "<i>no fit breakdown (a code block was profiled)</i>"
-    rows = "".join(f"<tr><td>{p}</td><td>{summary['ms'][p]:.3f}</td><td>{summary['share'][p]:.1%}</td></tr>"
+        return tr("<i>no fit breakdown (a code block was profiled)</i>")
+    rows = "".join(f"<tr><td>{tr(p)}</td><td>{summary['ms'][p]:.3f}</td><td>{summary['share'][p]:.1%}</td></tr>"
                    for p in PHASES)
-    return (f'<table class="sampan-breakdown" style="font:12px monospace"><tr><th>phase</th><th>median ms</th>'
-            f"<th>share</th></tr>{rows}<tr><th>step</th><th>{summary['ms']['total']:.3f}</th><th></th></tr></table>"
-            f"<p>fit's loop overhead (bookkeeping + callbacks): {summary['loop_ms']:.3f} ms per step = "
-            f"<b>{summary['loop_overhead']:.1%}</b> of the {summary['compute_ms']:.3f} ms of compute it wraps "
-            f"(forward + backward + optimizer); input (data + host-to-device): {summary['input_ms']:.3f} ms.</p>")
+    head = "".join(f"<th>{tr(h)}</th>" for h in ("phase", "median ms", "share"))
+    overhead = tr(_OVERHEAD).format(loop=summary["loop_ms"], share=summary["loop_overhead"],
+                                    compute=summary["compute_ms"], input=summary["input_ms"])
+    return (f'<table class="sampan-breakdown" style="font:12px monospace"><tr>{head}</tr>{rows}'
+            f"<tr><th>{tr('step')}</th><th>{summary['ms']['total']:.3f}</th><th></th></tr></table>"
+            f"<p>{overhead}</p>")
 
 
 def breakdown_png(records: list[dict]) -> bytes:
@@ -48,7 +55,7 @@ def breakdown_png(records: list[dict]) -> bytes:
     steps = list(range(len(records)))
     for i, phase in enumerate(PHASES):
         values = [r[phase] for r in records]
-        ax.bar(steps, values, bottom=bottom, color=COLORS[i % len(COLORS)], label=phase)
+        ax.bar(steps, values, bottom=bottom, color=COLORS[i % len(COLORS)], label=tr(phase))
         bottom = [b + v for b, v in zip(bottom, values)]
     ax.set_xlabel(tr("step"))
     ax.set_ylabel(tr("ms"))

@@ -46,10 +46,11 @@ class SummaryView(Drawn):
         rows = "".join(f"<tr><td>{html.escape(l['name'])}</td><td>{html.escape(l['type'])}</td>"
                        f"<td>{html.escape(str(l['output_shape']))}</td><td>{l['params']:,}</td><td>{l['flops']:,}</td></tr>"
                        for l in i["layers"])
-        return (f'<table class="sampan-summary-table" style="font:12px monospace"><tr><th>layer</th><th>type</th>'
-                f"<th>output shape</th><th>params</th><th>FLOPs</th></tr>{rows}</table>"
-                f"<p>total params <b>{i['total_params']:,}</b> · trainable {i['trainable_params']:,} · "
-                f"FLOPs per forward {i['flops']:,}</p>")
+        head = "".join(f"<th>{tr(h)}</th>" for h in ("layer", "type", "output shape", "params", "FLOPs"))
+        totals = tr("total params <b>{total}</b> · trainable {trainable} · FLOPs per forward {flops}").format(
+            total=f"{i['total_params']:,}", trainable=f"{i['trainable_params']:,}", flops=f"{i['flops']:,}")
+        return (f'<table class="sampan-summary-table" style="font:12px monospace"><tr>{head}</tr>{rows}</table>'
+                f"<p>{totals}</p>")
 
 
 def _as_image(x: Any) -> np.ndarray:
@@ -105,13 +106,14 @@ class DatasetBrowser(Drawn):
         self.page = min(max(page, 0), self.pages - 1)
         start = self.page * self.per_page
         items = [self.dataset[i] for i in range(start, min(start + self.per_page, len(self.dataset)))]
-        self.label.value = (f"page {self.page + 1} / {self.pages} "
-                            f"(samples {start}–{start + len(items) - 1} of {len(self.dataset)})")
+        self.label.value = tr("page {page} / {pages} (samples {first}–{last} of {count})").format(
+            page=self.page + 1, pages=self.pages, first=start, last=start + len(items) - 1, count=len(self.dataset))
         self.prev_button.disabled, self.next_button.disabled = self.page == 0, self.page == self.pages - 1
         if items and isinstance(items[0][0], str):
             rows = "".join(f"<tr><td>{start + k}</td><td>{html.escape(self._name(y))}</td>"
                            f"<td>{html.escape(x[:200])}</td></tr>" for k, (x, y) in enumerate(items))
-            self.text.value = f'<table style="font-size:12px"><tr><th>#</th><th>label</th><th>text</th></tr>{rows}</table>'
+            head = f"<tr><th>#</th><th>{tr('label')}</th><th>{tr('text')}</th></tr>"
+            self.text.value = f'<table style="font-size:12px">{head}{rows}</table>'
             self.image.layout.display = "none"
             return
         self.image.value = self._grid(items)

@@ -42,8 +42,10 @@ class Flattened(Dataset):
                 if not isinstance(got, tuple) or len(got) != 2:
                     raise Incorrect({"en": f"Flattened(ds)[{i}] must be a pair (image, label), got {type(got).__name__}",
                                      "zh": f"Flattened(ds)[{i}] 必须是 (image, label) 二元组，得到的是 {type(got).__name__}"})
-                expect(got[0], image.flatten(), f"the image of item {i} of a dataset of {tuple(image.shape)} images")
-                expect(int(got[1]), int(label), f"the label of item {i}")
+                image_shape = tuple(image.shape)
+                expect(got[0], image.flatten(), {"en": f"the image of item {i} of a dataset of {image_shape} images",
+                                                 "zh": f"图像形状为 {image_shape} 的数据集第 {i} 项的图像"})
+                expect(int(got[1]), int(label), {"en": f"the label of item {i}", "zh": f"第 {i} 项的标签"})
 
 
 class lenet_tf(Exercise):
@@ -65,4 +67,5 @@ lenet_tf = T.Compose([T.Resize(28, antialias=True), T.Normalize(mean=[0.5], std=
                 raise Incorrect({"en": f"a 1×8×8 digit became shape {tuple(out.shape)}, expected (1, 28, 28)",
                                  "zh": f"1×8×8 的数字图像变成了形状 {tuple(out.shape)}，应为 (1, 28, 28)"})
             want = T.Resize(28, antialias=True)(image) * 2 - 1
-            expect(out, want, "the pixels after your transform (0 must become -1 and 1 must stay 1)", atol=1e-4)
+            expect(out, want, {"en": "the pixels after your transform (0 must become -1 and 1 must stay 1)",
+                               "zh": "你的变换之后的像素（0 必须变成 -1，1 必须仍是 1）"}, atol=1e-4)

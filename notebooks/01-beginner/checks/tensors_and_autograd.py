@@ -41,7 +41,9 @@ def normalize(t):
                 raise Incorrect({"en": f"the population standard deviation of normalize(t) is {std:.4g}, not 1"
                                        " (unbiased=True divides by n - 1)",
                                  "zh": f"normalize(t) 的总体标准差是 {std:.4g}，不是 1（unbiased=True 除以的是 n - 1）"})
-            expect(out, (t - t.mean()) / t.std(unbiased=False), f"normalize of a {tuple(t.shape)} tensor", atol=1e-5)
+            expect(out, (t - t.mean()) / t.std(unbiased=False),
+                   {"en": f"normalize of a {tuple(t.shape)} tensor", "zh": f"对形状为 {tuple(t.shape)} 的张量做 normalize"},
+                   atol=1e-5)
 
 
 class grad_of_cube(Exercise):
@@ -64,4 +66,5 @@ def grad_of_cube(x):
             if not isinstance(got, torch.Tensor):
                 raise Incorrect({"en": f"grad_of_cube(x) must return a tensor, got {type(got).__name__}",
                                  "zh": f"grad_of_cube(x) 必须返回一个张量，得到的是 {type(got).__name__}"})
-            expect(got, 3 * x ** 2, f"grad_of_cube of a {tuple(x.shape)} tensor", rtol=1e-4)
+            expect(got, 3 * x ** 2, {"en": f"grad_of_cube of a {tuple(x.shape)} tensor",
+                                     "zh": f"对形状为 {tuple(x.shape)} 的张量做 grad_of_cube"}, rtol=1e-4)

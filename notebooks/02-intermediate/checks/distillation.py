@@ -69,4 +69,5 @@ def soft_cross_entropy(student_logits, teacher_logits, T):
                 raise Incorrect({"en": f"{what}: the result has no gradient; compute it with torch operations",
                                  "zh": f"{what}：结果没有梯度；请用 torch 运算来计算"})
             got.reshape(()).backward()
-            expect(s.grad, grad, f"the gradient of {what} with respect to the student's logits", rtol=1e-3, atol=1e-6)
+            expect(s.grad, grad, {"en": f"the gradient of {what} with respect to the student's logits",
+                                  "zh": f"{what} 对学生 logits 的梯度"}, rtol=1e-3, atol=1e-6)

@@ -44,7 +44,9 @@ def differing(a, b):
             if not isinstance(got, list):
                 raise Incorrect({"en": f"differing(a, b) must return a list, got {type(got).__name__}",
                                  "zh": f"differing(a, b) 必须返回一个列表，得到的是 {type(got).__name__}"})
-            expect(got, _differing(a, b), f"differing of two runs with parameters {sorted(set(a) | set(b))}")
+            params = sorted(set(a) | set(b))
+            expect(got, _differing(a, b), {"en": f"differing of two runs with parameters {params}",
+                                           "zh": f"参数为 {params} 的两次运行的 differing"})
 
 
 def _hidden_sweep():

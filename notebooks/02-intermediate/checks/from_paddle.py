@@ -67,7 +67,8 @@ def momentum_optimizer(parameters, learning_rate, momentum):
             expected = _paddle_momentum_steps(*start, x, y, learning_rate, momentum, steps=3)
             got = [p.detach() for p in net.parameters()]
             try:
-                expect(got, expected, f"the weights after 3 steps of {what}", rtol=1e-4, atol=1e-6)
+                expect(got, expected, {"en": f"the weights after 3 steps of {what}", "zh": f"{what} 走 3 步之后的权重"},
+                       rtol=1e-4, atol=1e-6)
             except Incorrect:
                 raise Incorrect({"en": f"3 steps with {type(opt).__name__} from {what} do not move the weights as"
                                        " Paddle's Momentum does (velocity = momentum * velocity + grad;"

@@ -107,4 +107,5 @@ def interpolate(z0, z1, n):
             z0, z1 = torch.randn(size, generator=gen), torch.randn(size, generator=gen)
             got = interpolate(z0.clone(), z1.clone(), n)
             expected = torch.stack([z0 + (k / (n - 1)) * (z1 - z0) for k in range(n)])
-            expect(got, expected, f"interpolate(z0, z1, {n}) with noise vectors of size {size}", rtol=1e-5, atol=1e-6)
+            expect(got, expected, {"en": f"interpolate(z0, z1, {n}) with noise vectors of size {size}",
+                                   "zh": f"噪声向量长度为 {size} 时的 interpolate(z0, z1, {n})"}, rtol=1e-5, atol=1e-6)

@@ -78,7 +78,8 @@ def best_epoch(losses):
             if isinstance(got, bool) or not isinstance(got, int) and not hasattr(got, "__index__"):
                 raise Incorrect({"en": f"best_epoch must return an int, got {type(got).__name__} {got!r}",
                                  "zh": f"best_epoch 必须返回一个整数，得到的是 {type(got).__name__} {got!r}"})
-            expect(int(got), _best_epoch(losses), f"best_epoch of {len(losses)} losses {_short(losses)}")
+            expect(int(got), _best_epoch(losses), {"en": f"best_epoch of {len(losses)} losses {_short(losses)}",
+                                                   "zh": f"{len(losses)} 个损失值 {_short(losses)} 的 best_epoch"})
         if eval_losses and stopper_best is not None and _best_epoch(list(eval_losses)) != stopper_best:
             raise Incorrect({"en": f"EarlyStopping says epoch {stopper_best}: are these the losses of its run?",
                              "zh": f"EarlyStopping 给出的是第 {stopper_best} 轮：这些是它那次训练的损失吗？"})

@@ -98,7 +98,9 @@ def macro_f1(cm):
         matrices.append(never_predicted)
         for m in matrices:
             got = macro_f1(m.copy())
-            expect(got, _macro_f1_reference(m), f"macro_f1 of the {len(m)}x{len(m)} matrix {m.tolist()}", rtol=1e-6)
+            expect(got, _macro_f1_reference(m), {"en": f"macro_f1 of the {len(m)}x{len(m)} matrix {m.tolist()}",
+                                                 "zh": f"{len(m)}x{len(m)} 矩阵 {m.tolist()} 的 macro_f1"}, rtol=1e-6)
         if cm is not None and reported is not None:
-            expect(macro_f1(np.asarray(cm).copy()), float(reported), "macro_f1(cm) against the F1 the metric reported",
+            expect(macro_f1(np.asarray(cm).copy()), float(reported),
+                   {"en": "macro_f1(cm) against the F1 the metric reported", "zh": "macro_f1(cm) 与指标报告的 F1 对比"},
                    rtol=1e-4)

@@ -170,7 +170,7 @@ def keep_in_float(model, agreement):
         for number, (planted, mlp, agreement) in enumerate(tasks, start=1):
             which = {"en": "the MLP of the lesson" if number == 1 and self._visible is not None else
                      f"hidden MLP {number}", "zh": "本课的 MLP" if number == 1 and self._visible is not None
-                     else f"隐藏的第 {number} 个 MLP"}
+                     else f"第 {number} 个你看不到的 MLP"}
             keep = keep_in_float(copy.deepcopy(mlp), agreement)
             if not isinstance(keep, (list, tuple)) or not all(isinstance(n, str) for n in keep):
                 raise Incorrect({"en": f"keep_in_float must return a list of layer names (str), got {keep!r}",

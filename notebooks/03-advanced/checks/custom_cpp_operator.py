@@ -61,4 +61,5 @@ def mish_grad(x):
                                        f"得到的是 {type(got).__name__} {tuple(getattr(got, 'shape', ()))}"})
             tol = 1e-4 if x.dtype == torch.float32 else 1e-8
             expect(got.to(torch.float64), _autograd_mish_grad(x).to(torch.float64),
-                   f"mish_grad of a {x.dtype} tensor of shape {tuple(x.shape)}", rtol=tol, atol=tol)
+                   {"en": f"mish_grad of a {x.dtype} tensor of shape {tuple(x.shape)}",
+                    "zh": f"对形状为 {tuple(x.shape)} 的 {x.dtype} 张量做 mish_grad"}, rtol=tol, atol=tol)

@@ -55,5 +55,6 @@ def optimizer_steps(n_samples, world_size, per_rank_batch, accumulate):
             expected = _replayed_steps(n, world, batch, accumulate)
             if i == 0 and measured_steps is not None and measured_steps != expected:
                 raise AssertionError(f"the replay says {expected} steps, the lesson measured {measured_steps}")
-            expect(got[0], expected, f"{what}: optimizer steps per rank")
-            expect(got[1], world * batch * accumulate, f"{what}: samples in one full optimizer step")
+            expect(got[0], expected, {"en": f"{what}: optimizer steps per rank", "zh": f"{what}：每个 rank 的优化器步数"})
+            expect(got[1], world * batch * accumulate, {"en": f"{what}: samples in one full optimizer step",
+                                                        "zh": f"{what}：一次完整优化器步的样本数"})

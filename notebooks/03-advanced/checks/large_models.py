@@ -80,7 +80,8 @@ def merge_gradients(net, loss_fn, x, y, k):
                                            "batch's: each micro-batch's loss needs a weight",
                                      "zh": f"{case['zh']}：{name} 的梯度是整批梯度的 {ratio:.0f} 倍："
                                            "每个微批次的损失需要一个权重"})
-                expect(p.grad, ref.grad, f"{case['en']}: the gradient of {name}", rtol=1e-4, atol=1e-6)
+                expect(p.grad, ref.grad, {"en": f"{case['en']}: the gradient of {name}",
+                                          "zh": f"{case['zh']}：{name} 的梯度"}, rtol=1e-4, atol=1e-6)
 
 
 def _gpipe_makespan(stages: int, micro: int, forward: float, backward: float) -> tuple[float, float]:

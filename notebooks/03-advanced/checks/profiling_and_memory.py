@@ -105,7 +105,7 @@ def collect(forward, batches):
                 if out.grad_fn is not None or out.requires_grad:
                     raise Incorrect({"en": f"output {i} still holds its autograd graph (grad_fn={type(out.grad_fn).__name__}): "
                                            "it keeps every activation of its batch alive",
-                                     "zh": f"第 {i} 个输出仍然带着计算图（grad_fn={out.grad_fn}）："
+                                     "zh": f"第 {i} 个输出仍然带着计算图（grad_fn={type(out.grad_fn).__name__}）："
                                            "它让这一批的所有激活值都无法释放"})
                 with torch.no_grad():
                     expected = net(batch)

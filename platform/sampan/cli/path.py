@@ -94,29 +94,33 @@ def _list(args) -> int:
     print(message("list_header", lang, title=path.text("title", lang), done=done, total=total, file=path.file))
     for stage in path.stages:
         minutes = sum(x.minutes["full"] for x in stage.lessons)
-        print(f"\n{stage.text('title', lang)}  [{stage.id}]  ~{minutes:g} min")
+        print(f"\n{stage.text('title', lang)}  [{stage.id}]  {message('stage_minutes', lang, minutes=minutes)}")
         if not stage.lessons:
             print("    " + message("no_lessons", lang))
         for lesson in stage.lessons:
             entry = progress.get(lesson.id, {})
             mark = {"passed": "✔", "failed": "✘"}.get(entry.get("status"), "·")
             req = "  " + message("after", lang, lessons=", ".join(lesson.requires)) if lesson.requires else ""
-            print(f"  {mark} {lesson.id:32s} {lesson.minutes['full']:>4g} min  {lesson.relative_notebook(path.root)}"
+            minutes = message("lesson_minutes", lang, minutes=lesson.minutes["full"])
+            print(f"  {mark} {lesson.id:32s} {minutes}  {lesson.relative_notebook(path.root)}"
                   f"  {lesson_title(lesson, lang)}{req}")
     return 0
 
 
 def _run(args) -> int:
     from sampan.path import run as run_path
+    from sampan.path.report import message
 
+    lang = chosen_language(args)
     report = run_path(stage=args.stage, lesson=args.lesson, quick=args.quick, output_dir=args.output,
                       keep_going=args.keep_going, manifest=args.manifest, data_dir=args.data_dir, seed=args.seed,
-                      timeout=args.timeout, kernel_name=args.kernel, progress=True, lang=chosen_language(args))
+                      timeout=args.timeout, kernel_name=args.kernel, progress=True, lang=lang)
     for result in report.lessons:
         mark = {"passed": "✔", "failed": "✘", "skipped": "-", "not_run": "·"}[result.status]
-        line = f"{mark} {result.lesson:32s} {result.status:8s} {result.duration_s:7.1f} s"
+        status = message(result.status, lang)
+        line = f"{mark} {result.lesson:32s} {status:8s} {result.duration_s:7.1f} s"
         print(line + (f"  {result.reason}" if result.reason and result.status != "passed" else ""))
-    print(f"report: {report.html_path}")
+    print(message("report", lang, path=report.html_path))
     return 0 if report.ok else 1
 
 

@@ -44,10 +44,62 @@ STYLE = ("body{font-family:sans-serif;margin:1.5em}table{border-collapse:collaps
          ".not-started{color:#889}")
 
 
-def _cell(entry: dict[str, Any] | None) -> str:
+# Every word of the pages, per language; a request gets the language its browser asks for (request_language).
+WORDS: dict[str, dict[str, str]] = {
+    "en": {"html_lang": "en", "not started": "not started", "in progress": "in progress", "done": "done",
+           "exercises": " ({n} ex.)", "class_title": "Sampan class progress", "class_heading": "Class progress",
+           "learner": "learner", "role": "role", "last_activity_utc": "last activity (UTC)", "lessons": "Lessons",
+           "lesson": "lesson", "done_col": "done", "most_failed": "most failed exercises",
+           "csv": "Download CSV", "own_title": "My progress", "own_heading": "Progress of {name}",
+           "status": "status", "last_activity": "last activity", "nothing_yet": "nothing yet",
+           "gallery_title": "Class gallery", "gallery_heading": "Dashboards published by the class",
+           "dashboard": "dashboard", "live": "live", "open_live": "open live", "by": "by",
+           "published_utc": "published (UTC)"},
+    "zh": {"html_lang": "zh-CN", "not started": "未开始", "in progress": "进行中", "done": "已完成",
+           "exercises": "（{n} 道练习）", "class_title": "Sampan 班级学习进度", "class_heading": "班级学习进度",
+           "learner": "学员", "role": "角色", "last_activity_utc": "最近活动（UTC）", "lessons": "课程",
+           "lesson": "课程", "done_col": "已完成", "most_failed": "出错最多的练习",
+           "csv": "下载 CSV", "own_title": "我的学习进度", "own_heading": "{name} 的学习进度",
+           "status": "状态", "last_activity": "最近活动", "nothing_yet": "暂无记录",
+           "gallery_title": "班级作品廊", "gallery_heading": "全班发布的仪表盘",
+           "dashboard": "仪表盘", "live": "实时", "open_live": "打开实时页面", "by": "作者",
+           "published_utc": "发布时间（UTC）"},
+}
+
+
+def request_language(accept_language: str | None) -> str:
+    """The page language for a browser's ``Accept-Language``: its most preferred of Chinese (``zh*``) and English;
+    the service's :func:`sampan.path.lang.default_language` when it names neither.
+
+    Example:
+        >>> from sampan.hub.service import request_language
+        >>> request_language("zh-CN,zh;q=0.9,en;q=0.8")
+        'zh'
+    """
+    ranked = []
+    for i, part in enumerate((accept_language or "").split(",")):
+        tag, _, params = part.strip().partition(";")
+        q = 1.0
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        ranked.append((-q, i, tag.strip().lower()))
+    for neg_q, _, tag in sorted(ranked):
+        if neg_q < 0 and tag.split("-")[0] in WORDS:
+            return tag.split("-")[0]
+    from sampan.path.lang import default_language
+
+    return default_language()
+
+
+def _cell(entry: dict[str, Any] | None, t: dict[str, str]) -> str:
     status = entry["status"] if entry else "not started"
-    extra = f" ({entry['exercises_passed']} ex.)" if entry and entry["exercises_passed"] else ""
-    return f'<td class="{status.replace(" ", "-")}">{escape(status)}{extra}</td>'
+    extra = t["exercises"].format(n=entry["exercises_passed"]) if entry and entry["exercises_passed"] else ""
+    return f'<td class="{escape(status.replace(" ", "-"))}">{escape(t.get(status, status))}{escape(extra)}</td>'
 
 
 def _when(stamp: str | None) -> str:
@@ -55,32 +107,47 @@ def _when(stamp: str | None) -> str:
     return stamp[:19].replace("T", " ") if stamp else "-"
 
 
-def render_class(summary: dict[str, Any], roster: list[dict[str, Any]], last: dict[str, str]) -> str:
-    """The teacher's page as HTML (every value escaped)."""
+def _lesson(lesson: str, titles: dict[str, str] | None) -> str:
+    """A lesson's title (its id on hover), or its id where the course gives no title in the page's language."""
+    title = (titles or {}).get(lesson)
+    return f'<span title="{escape(lesson)}">{escape(title)}</span>' if title else escape(lesson)
+
+
+def render_class(summary: dict[str, Any], roster: list[dict[str, Any]], last: dict[str, str], lang: str = "en",
+                 titles: dict[str, str] | None = None) -> str:
+    """The teacher's page as HTML (every value escaped), in ``lang``; ``titles``: ``{lesson id: title}`` in
+    ``lang`` (:func:`course_titles`), the id for a lesson without one."""
+    t = WORDS[lang]
     lessons = list(summary["lessons"])
-    head = "".join(f"<th>{escape(lesson)}</th>" for lesson in lessons)
+    head = "".join(f"<th>{_lesson(lesson, titles)}</th>" for lesson in lessons)
     rows = "".join(
         f"<tr><td>{escape(u['name'])}</td><td>{escape(u['role'])}</td>"
-        f"<td>{escape(max((_when(t) for t in (last.get(u['name']), u.get('last_activity')) if t), default='-'))}</td>"
-        + "".join(_cell(summary["learners"].get(u["name"], {}).get(lesson)) for lesson in lessons) + "</tr>"
+        f"<td>{escape(max((_when(w) for w in (last.get(u['name']), u.get('last_activity')) if w), default='-'))}</td>"
+        + "".join(_cell(summary["learners"].get(u["name"], {}).get(lesson), t) for lesson in lessons) + "</tr>"
         for u in roster)
     per_lesson = "".join(
-        f"<tr><td>{escape(lesson)}</td><td>{s['done']}/{s['learners']}</td>"
+        f"<tr><td>{_lesson(lesson, titles)}</td><td>{s['done']}/{s['learners']}</td>"
         f"<td>{escape(', '.join(s['most_failed']) or '-')}</td></tr>" for lesson, s in summary["lessons"].items())
-    return (f"<!doctype html><html><head><title>Sampan class progress</title><style>{STYLE}</style></head><body>"
-            f"<h1>Class progress</h1><table id=\"roster\"><tr><th>learner</th><th>role</th><th>last activity (UTC)</th>"
-            f"{head}</tr>{rows}</table><h2>Lessons</h2><table id=\"lessons\"><tr><th>lesson</th><th>done</th>"
-            f"<th>most failed exercises</th></tr>{per_lesson}</table>"
-            f"<p><a href=\"progress.csv\">Download CSV</a></p></body></html>")
+    return (f"<!doctype html><html lang=\"{t['html_lang']}\"><head><meta charset=\"utf-8\">"
+            f"<title>{t['class_title']}</title><style>{STYLE}</style></head><body>"
+            f"<h1>{t['class_heading']}</h1><table id=\"roster\"><tr><th>{t['learner']}</th><th>{t['role']}</th>"
+            f"<th>{t['last_activity_utc']}</th>{head}</tr>{rows}</table><h2>{t['lessons']}</h2>"
+            f"<table id=\"lessons\"><tr><th>{t['lesson']}</th><th>{t['done_col']}</th>"
+            f"<th>{t['most_failed']}</th></tr>{per_lesson}</table>"
+            f"<p><a href=\"progress.csv\">{t['csv']}</a></p></body></html>")
 
 
-def render_own(name: str, lessons: dict[str, dict[str, Any]]) -> str:
-    """A learner's own page."""
-    rows = "".join(f"<tr><td>{escape(lesson)}</td>{_cell(entry)}<td>{escape(entry.get('last', ''))}</td></tr>"
-                   for lesson, entry in sorted(lessons.items()))
-    return (f"<!doctype html><html><head><title>My progress</title><style>{STYLE}</style></head><body>"
-            f"<h1>Progress of {escape(name)}</h1><table id=\"mine\"><tr><th>lesson</th><th>status</th>"
-            f"<th>last activity</th></tr>{rows or '<tr><td colspan=3>nothing yet</td></tr>'}</table></body></html>")
+def render_own(name: str, lessons: dict[str, dict[str, Any]], lang: str = "en",
+               titles: dict[str, str] | None = None) -> str:
+    """A learner's own page, in ``lang`` (``titles`` as for :func:`render_class`)."""
+    t = WORDS[lang]
+    rows = "".join(f"<tr><td>{_lesson(lesson, titles)}</td>{_cell(entry, t)}<td>{escape(entry.get('last', ''))}</td>"
+                   "</tr>" for lesson, entry in sorted(lessons.items()))
+    empty = f"<tr><td colspan=3>{t['nothing_yet']}</td></tr>"
+    return (f"<!doctype html><html lang=\"{t['html_lang']}\"><head><meta charset=\"utf-8\">"
+            f"<title>{t['own_title']}</title><style>{STYLE}</style></head><body>"
+            f"<h1>{t['own_heading'].format(name=escape(name))}</h1><table id=\"mine\"><tr><th>{t['lesson']}</th>"
+            f"<th>{t['status']}</th><th>{t['last_activity']}</th></tr>{rows or empty}</table></body></html>")
 
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; sandbox"
@@ -161,11 +228,13 @@ def _catalog(home: Path) -> list[dict[str, Any]]:
     return [entry for _, entry in sorted(entries.items()) if well_formed(entry)]
 
 
-def render_gallery(entries: list[tuple[str, dict[str, Any]]], live: bool = False) -> str:
+def render_gallery(entries: list[tuple[str, dict[str, Any]]], live: bool = False, lang: str = "en") -> str:
     """The class gallery page: one link per published dashboard (its snapshot) showing its title, with its URL name
     in small text, and its live page when ``live``. Titles are the learners' text: escaped, on one line, capped
-    (:func:`sampan.hub.gallery.title_of`)."""
+    (:func:`sampan.hub.gallery.title_of`). The page's own words are in ``lang``."""
     from sampan.hub.gallery import title_of
+
+    t = WORDS[lang]
 
     def links(user: str, e: dict[str, Any]) -> str:
         name = e["name"]
@@ -174,16 +243,17 @@ def render_gallery(entries: list[tuple[str, dict[str, Any]]], live: bool = False
         if not live:
             return f"<td>{snapshot}</td>"
         live_page = f"../live/voila/render/{escape(user)}/{escape(name)}.ipynb"  # sampan.hub.live.live_url
-        return f'<td>{snapshot}</td><td><a class="live" href="{live_page}">open live</a></td>'
+        return f'<td>{snapshot}</td><td><a class="live" href="{live_page}">{t["open_live"]}</a></td>'
 
     rows = "".join(f"<tr>{links(user, e)}"
                    f"<td>{escape(user)}</td><td>{escape(_when(e.get('published_at')))}</td></tr>"
                    for user, e in entries)
-    live_head, span = ("<th>live</th>", 4) if live else ("", 3)
-    return (f"<!doctype html><html><head><title>Class gallery</title><style>{STYLE}</style></head><body>"
-            f"<h1>Dashboards published by the class</h1><table id=\"gallery\"><tr><th>dashboard</th>{live_head}"
-            f"<th>by</th><th>published (UTC)</th></tr>{rows or f'<tr><td colspan={span}>nothing yet</td></tr>'}"
-            f"</table></body></html>")
+    live_head, span = (f"<th>{t['live']}</th>", 4) if live else ("", 3)
+    empty = f"<tr><td colspan={span}>{t['nothing_yet']}</td></tr>"
+    return (f"<!doctype html><html lang=\"{t['html_lang']}\"><head><meta charset=\"utf-8\">"
+            f"<title>{t['gallery_title']}</title><style>{STYLE}</style></head><body>"
+            f"<h1>{t['gallery_heading']}</h1><table id=\"gallery\"><tr><th>{t['dashboard']}</th>{live_head}"
+            f"<th>{t['by']}</th><th>{t['published_utc']}</th></tr>{rows or empty}</table></body></html>")
 
 
 def render_dashboard(users_dir: Path, user: str, name: str) -> str | None:
@@ -252,6 +322,24 @@ def course_lessons(course_dir: str | os.PathLike | None) -> list[str] | None:
         return None
 
 
+def course_titles(course_dir: str | os.PathLike | None) -> dict[str, dict[str, str]]:
+    """``{lang: {lesson id: title}}`` of the course the hub hands out (``<course_dir>/path.yaml``): only the titles
+    the manifest gives in that language (the pages show the id for the others); empty without a readable one."""
+    manifest = Path(course_dir) / "path.yaml" if course_dir else None
+    if manifest is None or not manifest.is_file():
+        return {}
+    from sampan.errors import SampanError
+    from sampan.path.lang import has_language
+    from sampan.path.manifest import load_path
+
+    try:
+        lessons = load_path(manifest, check_files=False).lessons
+    except (SampanError, OSError, ValueError):
+        return {}  # course_lessons says why on stderr
+    return {lang: {x.id: x.text("title", lang) for x in lessons if has_language(x.texts.get("title", x.title), lang)}
+            for lang in WORDS}
+
+
 def make_app(store_path: str | os.PathLike):
     """The tornado application of the service (JupyterHub's ``HubOAuthenticated`` handlers)."""
     from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
@@ -264,6 +352,7 @@ def make_app(store_path: str | os.PathLike):
 
     store = ProgressStore(str(store_path))
     lessons = course_lessons(os.environ.get(COURSE_ENV))  # the columns: the course's lessons, in its order
+    titles = course_titles(os.environ.get(COURSE_ENV))
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/progress/")
     api_url, token = os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_API_TOKEN"]
 
@@ -280,6 +369,9 @@ def make_app(store_path: str | os.PathLike):
         def scopes(self) -> set[str]:
             return set(self.current_user.get("scopes", []))
 
+        def lang(self) -> str:
+            return request_language(self.request.headers.get("Accept-Language"))
+
         def require(self, scope: str) -> None:
             if scope not in self.scopes():
                 raise web.HTTPError(403, f"needs the scope {scope}")
@@ -290,13 +382,15 @@ def make_app(store_path: str | os.PathLike):
             self.require(READ_SCOPE)
             people = await roster()
             summary = await IOLoop.current().run_in_executor(None, store.class_summary, students(people), lessons)
-            self.finish(render_class(summary, people, store.last_activity()))
+            lang = self.lang()
+            self.finish(render_class(summary, people, store.last_activity(), lang, titles.get(lang)))
 
     class OwnHandler(Base):
         @web.authenticated
         def get(self):
             name = self.current_user["name"]
-            self.finish(render_own(name, store.lesson_status(name)))
+            lang = self.lang()
+            self.finish(render_own(name, store.lesson_status(name), lang, titles.get(lang)))
 
     class JsonHandler(Base):
         @web.authenticated
@@ -343,7 +437,7 @@ def make_app(store_path: str | os.PathLike):
         @web.authenticated
         async def get(self):
             entries = await IOLoop.current().run_in_executor(None, published, users_dir)
-            self.finish(render_gallery(entries, live=live_dir is not None))
+            self.finish(render_gallery(entries, live=live_dir is not None, lang=self.lang()))
 
     class DashboardHandler(Base):
         @web.authenticated

@@ -56,6 +56,7 @@ class LeakDetector:
         self.warned = False
         self.report: dict | None = None
         self.message: str | None = None
+        self.messages: dict[str, str] | None = None   # the warning in each language, {"en": ..., "zh": ...}
 
     def reset(self) -> None:
         self._values.clear()
@@ -80,11 +81,24 @@ class LeakDetector:
         first, last = self._values[0][0], self._values[-1][0]
         self.report = {"name": self.name, "first_step": first, "last_step": last, "growth": growth,
                        "per_step": growth / max(last - first, 1), "rising_steps": ups, "window": len(vals)}
-        message = (f"{self.name} grew by {growth / _MiB:.1f} MiB from step {first} to step {last} "
-                   f"(up on {ups} of {len(deltas)} steps, about {self.report['per_step'] / 1024:.0f} KiB a step). "
-                   "HINT: keep `loss.item()` rather than the loss tensor, detach outputs you store "
-                   "(`out.detach().cpu()`), and look for lists that grow every step.")
+        figures = {"name": self.name, "growth": growth / _MiB, "first": first, "last": last, "ups": ups,
+                   "steps": len(deltas), "per_step": self.report["per_step"] / 1024}
+        self.messages = {lang: text.format(**{**figures, "name": _NAMES[lang].get(self.name, self.name)})
+                         for lang, text in _LEAK_TEXT.items()}
+        message = self.messages["en"]  # the log and the warning; a view shows messages[its language]
         self.warned, self.message = True, message
         _log.warning(message)
         warnings.warn(MemoryLeakWarning(message), stacklevel=3)
         return True
+
+
+_LEAK_TEXT = {
+    "en": ("{name} grew by {growth:.1f} MiB from step {first} to step {last} (up on {ups} of {steps} steps, about "
+           "{per_step:.0f} KiB a step). HINT: keep `loss.item()` rather than the loss tensor, detach outputs you "
+           "store (`out.detach().cpu()`), and look for lists that grow every step."),
+    "zh": ("{name} 从第 {first} 步到第 {last} 步增长了 {growth:.1f} MiB（{steps} 步中有 {ups} 步上升，每步约 "
+           "{per_step:.0f} KiB）。提示：保存 `loss.item()` 而不是损失张量，保存输出前先 detach "
+           "（`out.detach().cpu()`），并检查每一步都在变长的列表。"),
+}
+_NAMES = {"en": {}, "zh": {"memory": "内存", "process RSS": "进程常驻内存（RSS）",
+                           "torch.cuda allocated": "torch.cuda 已分配内存"}}

@@ -38,14 +38,30 @@ def artifact_path(name: str) -> Path:
     return plain if plain.exists() else zoo_dir() / f"{name}.pt"
 
 
-def missing_message(name: str, path: Path, producer, manifest_file=None) -> str:
-    """One wording for a missing artifact, shared by :func:`artifact` and the runner."""
-    where = f"Artifact {name!r} is not in the local model zoo (looked for {path})."
+_MISSING = {
+    "en": {"where": "Artifact {name!r} is not in the local model zoo (looked for {path}).",
+           "nobody": " No lesson of the learning path produces it.",
+           "producer": " It is produced by lesson {id!r} ({stage}: {notebook}). HINT: run that lesson first, "
+                       "e.g. `sampan path run --lesson {id}`."},
+    "zh": {"where": "本地模型库里没有制品 {name!r}（查找的位置：{path}）。",
+           "nobody": "学习路线中没有哪节课会产出它。",
+           "producer": "它由课程 {id!r}（{stage}：{notebook}）产出。提示：请先运行那节课，"
+                       "例如 `sampan path run --lesson {id}`。"},
+}
+
+
+def missing_message(name: str, path: Path, producer, manifest_file=None, *, lang: str | None = None) -> str:
+    """One wording for a missing artifact, shared by :func:`artifact` and the runner; in ``lang``
+    (default the lesson's language, :func:`sampan.path.lang.default_language`)."""
+    if lang is None:
+        from sampan.path.lang import default_language
+
+        lang = default_language()
+    say = _MISSING[lang]
+    where = say["where"].format(name=name, path=path)
     if producer is None:
-        return where + " No lesson of the learning path produces it."
-    return (where + f" It is produced by lesson {producer.id!r} ({producer.stage}: "
-            f"{producer.notebook.name}). HINT: run that lesson first, e.g. "
-            f"`sampan path run --lesson {producer.id}`.")
+        return where + say["nobody"]
+    return where + say["producer"].format(id=producer.id, stage=producer.stage, notebook=producer.notebook.name)
 
 
 def artifact(name: str, manifest=None) -> Path:

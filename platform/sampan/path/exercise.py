@@ -48,7 +48,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from sampan.errors import bad_argument
-from sampan.path.progress import mark_done, report_exercises
+from sampan.path.lang import default_language
+from sampan.path.progress import mark_done, report_exercises, title_of
 from sampan.utils.record import record
 
 __all__ = ["Exercise", "Exercises", "Incorrect", "NotAttempted", "check", "compare"]
@@ -74,21 +75,48 @@ def _as_array(value: Any):
     return None
 
 
-def compare(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-8) -> str | None:
+# What `compare` finds wrong, per language (the lesson's: sampan.path.lang.default_language()).
+_COMPARE = {
+    "en": {"no_answer": "no answer yet (the value is still None or ...)",
+           "not_array": "expected an array or tensor of shape {shape}, got {kind}",
+           "shape": "expected shape {expected}, got shape {got}",
+           "values": "values differ (largest difference {diff:.4g} at index {index})",
+           "number": "expected a number, got {kind} {got}", "value": "expected {expected}, got {got}",
+           "count": "expected {expected} items, got {got}", "item": "item {i}: {problem}",
+           "keys": "expected keys {expected}, got keys {got}", "key": "key {key!r}: {problem}"},
+    "zh": {"no_answer": "还没有作答（值仍是 None 或 ...）",
+           "not_array": "应为形状 {shape} 的数组或张量，得到 {kind}",
+           "shape": "形状应为 {expected}，得到 {got}",
+           "values": "数值不同（最大差 {diff:.4g} 位于下标 {index}）",
+           "number": "应为一个数，得到 {kind} {got}", "value": "应为 {expected}，得到 {got}",
+           "count": "应有 {expected} 项，得到 {got} 项", "item": "第 {i} 项：{problem}",
+           "keys": "键应为 {expected}，得到 {got}", "key": "键 {key!r}：{problem}"},
+}
+
+
+def compare(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-8, lang: str | None = None) -> str | None:
     """Says what is wrong with ``got`` compared with ``expected``, or ``None`` when they agree.
 
     Tensors and arrays must have the same shape and be ``allclose``; numbers must be
     ``isclose``; lists, tuples and dicts are compared item by item; anything else with ``==``.
+    The words are in ``lang`` (``"en"`` or ``"zh"``; default the lesson's language).
 
     Example:
         >>> from sampan.path.exercise import compare
         >>> compare(0.30000001, 0.3) is None
         True
-        >>> compare([1, 2], [1, 3])
+        >>> compare([1, 2], [1, 3], lang="en")
         'item 1: expected 3, got 2'
+        >>> compare([1, 2], [1, 3], lang="zh")
+        '第 1 项：应为 3，得到 2'
     """
+    if lang is None:
+        from sampan.path.lang import default_language
+
+        lang = default_language()
+    say = _COMPARE[lang]
     if got is None or got is Ellipsis:
-        return "no answer yet (the value is still None or ...)"
+        return say["no_answer"]
     exp_arr = _as_array(expected)
     if exp_arr is not None:
         import numpy as np
@@ -98,47 +126,48 @@ def compare(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-8) 
             try:
                 got_arr = np.asarray(got, dtype=exp_arr.dtype)
             except (TypeError, ValueError):
-                return f"expected an array or tensor of shape {tuple(exp_arr.shape)}, got {type(got).__name__}"
+                return say["not_array"].format(shape=tuple(exp_arr.shape), kind=type(got).__name__)
         if got_arr.shape != exp_arr.shape:
-            return f"expected shape {tuple(exp_arr.shape)}, got shape {tuple(got_arr.shape)}"
+            return say["shape"].format(expected=tuple(exp_arr.shape), got=tuple(got_arr.shape))
         if got_arr.dtype == bool or exp_arr.dtype == bool:
             equal = np.array_equal(got_arr, exp_arr)
         else:
             equal = np.allclose(got_arr.astype(float), exp_arr.astype(float), rtol=rtol, atol=atol)
         if not equal:
             diff = np.abs(got_arr.astype(float) - exp_arr.astype(float))
-            return f"values differ (largest difference {diff.max():.4g} at index {np.unravel_index(diff.argmax(), diff.shape)})"
+            index = tuple(int(i) for i in np.unravel_index(diff.argmax(), diff.shape))
+            return say["values"].format(diff=diff.max(), index=index)
         return None
     if isinstance(expected, numbers.Number) and not isinstance(expected, bool):
         if not isinstance(got, numbers.Number) and _as_array(got) is None:
-            return f"expected a number, got {type(got).__name__} {_short(got)}"
+            return say["number"].format(kind=type(got).__name__, got=_short(got))
         value = float(got.item() if hasattr(got, "item") else got)
         if not math.isclose(value, float(expected), rel_tol=rtol, abs_tol=atol):
-            return f"expected {expected!r}, got {value:.6g}"
+            return say["value"].format(expected=repr(expected), got=f"{value:.6g}")
         return None
     if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
         if len(got) != len(expected):
-            return f"expected {len(expected)} items, got {len(got)}"
+            return say["count"].format(expected=len(expected), got=len(got))
         for i, (g, e) in enumerate(zip(got, expected)):
-            problem = compare(g, e, rtol=rtol, atol=atol)
+            problem = compare(g, e, rtol=rtol, atol=atol, lang=lang)
             if problem:
-                return f"item {i}: {problem}"
+                return say["item"].format(i=i, problem=problem)
         return None
     if isinstance(expected, dict) and isinstance(got, dict):
         if set(got) != set(expected):
-            return f"expected keys {sorted(expected)}, got keys {sorted(got)}"
+            return say["keys"].format(expected=sorted(expected), got=sorted(got))
         for key in expected:
-            problem = compare(got[key], expected[key], rtol=rtol, atol=atol)
+            problem = compare(got[key], expected[key], rtol=rtol, atol=atol, lang=lang)
             if problem:
-                return f"key {key!r}: {problem}"
+                return say["key"].format(key=key, problem=problem)
         return None
     if got != expected:
-        return f"expected {_short(expected)}, got {_short(got)}"
+        return say["value"].format(expected=_short(expected), got=_short(got))
     return None
 
 
 # The fixed words of the feedback, in the lesson's language (SAMPAN_LANG, set by `sampan lab|path run --lang`);
-# a hint may be a str or {"en": ..., "zh": ...}. What `compare` finds wrong stays English for now.
+# a hint or a label of `expect` may be a str or {"en": ..., "zh": ...}.
 _WORDS = {
     "en": {"right": "right", "hint": ". HINT: ",
            "score": "{passed}/{total} exercises right", "todo": "; still to do: {names}",
@@ -147,15 +176,22 @@ _WORDS = {
            "try_hint": " (stuck? ex.{name}.hint())", "hint_title": "HINT {level}/{count} for {name}",
            "no_more_hints": "that was the last hint: ex.{name}.solution() shows the reference answer",
            "solution_title": "Reference solution of {name} (try your own first):",
-           "solved": "(the reference solution of {name} is filled in)", "raised": "your code raised {error}"},
+           "solved": "(the reference solution of {name} is filled in)", "raised": "your code raised {error}",
+           "hint_line": "💡 {title}: {hint}", "label": "{what}: {problem}", "check_failed": "a check failed",
+           "condition": "the condition is {value}", "not_function": "expected a function, got {value}",
+           "call_raised": "{call} raised {error}", "not_saved": "(progress not saved: {error})"},
     "zh": {"right": "正确", "hint": "。提示：",
            "score": "答对 {passed}/{total} 道练习", "todo": "；还需完成：{names}",
-           "complete": "全部 {total} 道练习都答对了：课程 {lesson!r} 已完成",
+           "complete": "全部 {total} 道练习都答对了：《{title}》一课已完成",
            "not_attempted": "还没有作答：请替换 # YOUR ANSWER 单元格里的占位代码",
            "try_hint": "（卡住了？运行 ex.{name}.hint()）", "hint_title": "{name} 的提示 {level}/{count}",
            "no_more_hints": "这是最后一条提示：ex.{name}.solution() 会显示参考答案",
            "solution_title": "{name} 的参考答案（请先自己尝试）：",
-           "solved": "（已填入 {name} 的参考答案）", "raised": "你的代码抛出了 {error}"},
+           "solved": "（已填入 {name} 的参考答案）", "raised": "你的代码抛出了 {error}",
+           "hint_line": "💡 {title}：{hint}", "label": "{what}：{problem}",
+           "check_failed": "有一项检查没有通过",
+           "condition": "条件的值为 {value}", "not_function": "应为一个函数，得到 {value}",
+           "call_raised": "{call} 抛出了 {error}", "not_saved": "（学习进度未保存：{error}）"},
 }
 
 
@@ -221,7 +257,7 @@ def _check(name: str, got: Any, expected: Any = _MISSING, *, hint: str | dict[st
     if _unanswered(got):
         outcome = _say(name, None, outcome="not_attempted")
     elif expected is _MISSING:
-        outcome = _say(name, None if got else (problem or f"the condition is {_short(got)}"), hint)
+        outcome = _say(name, None if got else (problem or _words()["condition"].format(value=_short(got))), hint)
     else:
         outcome = _say(name, compare(got, expected, rtol=rtol, atol=atol), hint)
     return outcome
@@ -289,7 +325,7 @@ class Exercise:
             except Incorrect as exc:
                 problem, outcome = _text(exc.message), "incorrect"
             except AssertionError as exc:
-                problem, outcome = str(exc) or "a check failed", "incorrect"
+                problem, outcome = str(exc) or _words()["check_failed"], "incorrect"
             except Exception as exc:  # the learner's code failed: report it, keep the lesson running
                 problem = _words()["raised"].format(error=f"{type(exc).__name__}: {exc}")
                 outcome = "incorrect"
@@ -307,7 +343,8 @@ class Exercise:
             raise ValueError(bad_argument("level", level, f"an int from 1 to {count}",
                                           f"ex.{self.name}.hint() for a nudge, ex.{self.name}.hint({count}) for more"))
         words = _words()
-        print(f"💡 {words['hint_title'].format(level=level, count=count, name=self.name)}: {_text(self.hints[level - 1])}")
+        title = words["hint_title"].format(level=level, count=count, name=self.name)
+        print(words["hint_line"].format(title=title, hint=_text(self.hints[level - 1])))
         if level == count:
             print(words["no_more_hints"].format(name=self.name))
         if self._owner is not None:
@@ -336,16 +373,20 @@ class Exercise:
         return f"<exercise {self.name}: .check(...), .hint(), .hint(2), .solution()>"
 
 
-def expect(got: Any, expected: Any, what: str = "", *, rtol: float = 1e-5, atol: float = 1e-8) -> None:
+def expect(got: Any, expected: Any, what: str | dict[str, str] = "", *, rtol: float = 1e-5,
+           atol: float = 1e-8) -> None:
     """Raises :class:`Incorrect` when ``got`` differs from ``expected`` (see :func:`compare`), naming ``what``.
+
+    ``what`` labels the case: a str, or ``{"en": ..., "zh": ...}`` shown in the lesson's language.
 
     Example:
         >>> from sampan.path.exercise import expect
-        >>> expect(2 + 2, 4, "2 + 2")
+        >>> expect(2 + 2, 4, {"en": "2 + 2", "zh": "2 加 2"})
     """
     problem = compare(got, expected, rtol=rtol, atol=atol)
     if problem is not None:
-        raise Incorrect(f"{what}: {problem}" if what else problem)
+        label = _text(what)
+        raise Incorrect(_words()["label"].format(what=label, problem=problem) if label else problem)
 
 
 class Exercises:
@@ -406,7 +447,7 @@ class Exercises:
         if _unanswered(fn):
             outcome = "not_attempted"
         elif not callable(fn):
-            found = f"expected a function, got {_short(fn)}"
+            found = _words()["not_function"].format(value=_short(fn))
         else:
             for args, expected in cases:
                 shown = ", ".join(_short(a, 40) for a in args)
@@ -416,11 +457,12 @@ class Exercises:
                     outcome = "not_attempted"
                     break
                 except Exception as exc:  # the learner's code: report, do not crash the lesson
-                    found = f"{name}({shown}) raised {type(exc).__name__}: {exc}"
+                    error = f"{type(exc).__name__}: {exc}"
+                    found = _words()["call_raised"].format(call=f"{name}({shown})", error=error)
                     break
                 problem = compare(got, expected, rtol=rtol, atol=atol)
                 if problem:
-                    found = f"{name}({shown}): {problem}"
+                    found = _words()["label"].format(what=f"{name}({shown})", problem=problem)
                     break
         outcome = _say(name, found, hint, outcome=outcome)
         self._note(name, outcome)
@@ -448,7 +490,8 @@ class Exercises:
             print(words["score"].format(passed=passed, total=total)
                   + (words["todo"].format(names=", ".join(missing)) if missing else ""))
             return False
-        print(f"{RIGHT} " + _words()["complete"].format(total=total, lesson=self.lesson))
+        title = title_of(self.lesson, default_language())
+        print(f"{RIGHT} " + _words()["complete"].format(total=total, lesson=self.lesson, title=title))
         _mark_done(self.lesson)
         return True
 
@@ -486,4 +529,4 @@ def _mark_done(lesson: str) -> None:
     try:
         print(mark_done(lesson))
     except ValueError as exc:  # an id the manifest does not know yet: keep the lesson running
-        print(f"(progress not saved: {exc})")
+        print(_words()["not_saved"].format(error=exc))

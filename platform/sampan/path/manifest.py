@@ -75,18 +75,28 @@ class MetricRange:
     def bounds(self, mode: Mode) -> tuple[float | None, float | None]:
         return self.quick if mode == "quick" else self.full
 
-    def check(self, value: Any, mode: Mode) -> str | None:
-        """``None`` when ``value`` is a finite number inside the range, else why not."""
+    def check(self, value: Any, mode: Mode, lang: str = "en") -> str | None:
+        """``None`` when ``value`` is a finite number inside the range, else why not (in ``lang``, the run's)."""
+        say = _CHECK_WORDS[lang]
         if self.expect is not None:
-            return None if value is self.expect else f"expected {self.expect!r}, got {value!r}"
+            return None if value is self.expect else say["expected"].format(expect=self.expect, value=value)
         low, high = self.bounds(mode)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"expected a number, got {value!r}"
+            return say["number"].format(value=value)
         if not math.isfinite(value):
-            return f"expected a finite number, got {value!r}"
+            return say["finite"].format(value=value)
         if (low is not None and value < low) or (high is not None and value > high):
-            return f"{value:.6g} is outside [{_fmt(low)}, {_fmt(high)}]"
+            return say["outside"].format(value=value, low=_fmt(low), high=_fmt(high))
         return None
+
+
+# why a recorded metric is out of its range, per language (the run's: report.json keeps the run's language)
+_CHECK_WORDS = {
+    "en": {"expected": "expected {expect!r}, got {value!r}", "number": "expected a number, got {value!r}",
+           "finite": "expected a finite number, got {value!r}", "outside": "{value:.6g} is outside [{low}, {high}]"},
+    "zh": {"expected": "应为 {expect!r}，实际为 {value!r}", "number": "应为一个数，实际为 {value!r}",
+           "finite": "应为一个有限的数，实际为 {value!r}", "outside": "{value:.6g} 不在 [{low}, {high}] 范围内"},
+}
 
 
 def _fmt(bound: float | None) -> str:

@@ -174,14 +174,42 @@ def mark_done(lesson: str, *, check: bool = True) -> str:
         raise ValueError(bad_argument("lesson", lesson, "a lesson id from notebooks/path.yaml", 'mark_done("first_model")'))
     from sampan.utils.record import record
 
+    from sampan.path.lang import default_language
+
+    lang = default_language()
     if os.environ.get(RUNNER_ENV):  # the runner knows its manifest and decides after the range checks
-        record(DONE_RECORD, lesson)
-        return f"[sampan.path] lesson {lesson} reached its end"
+        record(DONE_RECORD, lesson)  # the machine-read marker; the line returned is for the learner
+        return _DONE_WORDS[lang]["reached_end"].format(lesson=lesson, title=title_of(lesson, lang))
     if check:
         _check_known(lesson)
     record(DONE_RECORD, lesson)
     update_progress(lesson, "passed", source="notebook")
-    return f"[sampan.path] lesson {lesson} done"
+    return _DONE_WORDS[lang]["done"].format(lesson=lesson, title=title_of(lesson, lang))
+
+
+# what mark_done tells the learner, in the lesson's language (sampan.path.lang.default_language())
+_DONE_WORDS = {
+    "en": {"reached_end": "[sampan.path] lesson {lesson} reached its end",
+           "done": "[sampan.path] lesson {lesson} done"},
+    "zh": {"reached_end": "[sampan.path] 《{title}》已学完", "done": "[sampan.path] 《{title}》已完成"},
+}
+
+
+def title_of(lesson: str, lang: str) -> str:
+    """The title of lesson ``lesson`` in ``lang`` from ``notebooks/path.yaml``; the id when the manifest
+    does not know it (or there is none).
+
+    Example:
+        >>> from sampan.path.progress import title_of
+        >>> title_of("environment_check", "zh")
+        '环境检查'
+    """
+    from sampan.path.manifest import PathManifestError, default_manifest, load_path
+
+    try:
+        return load_path(default_manifest(), check_files=False).lesson(lesson).text("title", lang) or lesson
+    except (FileNotFoundError, PathManifestError, ValueError, OSError):
+        return lesson
 
 
 def _check_known(lesson: str) -> None:

@@ -27,12 +27,15 @@ MESSAGES: dict[str, dict[str, str]] = {
         "list_header": "{title}: {done}/{total} lessons done   (manifest {file})",
         "no_lessons": "(no lessons yet)", "after": "after {lessons}",
         # the Notes column: why a lesson failed, was skipped or did not run
-        "error_in": "{ename} in {where}: {evalue}", "in_cell_n": "cell {cell}", "a_cell": "a cell",
+        "error_in": "{ename} in {where}: {evalue}", "in_cell_n": "cell {cell} (counting from 0)", "a_cell": "a cell",
         "before_any_cell": "before any cell ran", "prerequisite_failed": "prerequisite {lessons} failed in this run",
         "earlier_failed": "an earlier lesson failed (use --keep-going to run the rest)",
         "no_mark_done": "passed (the lesson does not call sampan.path.mark_done)",
         "interrupted": "interrupted", "interrupted_before": "not run: the run was interrupted before this lesson",
         "interrupted_run": "This run was interrupted (Ctrl-C) before it finished.",
+        "not_recorded": "not recorded", "metric_problem": "{name}: {problem}", "problems_sep": "; ",
+        # `sampan path list | run` in the terminal
+        "stage_minutes": "~{minutes:g} min", "lesson_minutes": "{minutes:>4g} min", "report": "report: {path}",
     },
     "zh": {
         "html_lang": "zh-CN", "title": "Sampan 学习路线报告", "heading": "学习路线报告",
@@ -40,16 +43,18 @@ MESSAGES: dict[str, dict[str, str]] = {
         "finished": "结束于", "comma": "，", "stop": "。", "parameters": "参数：",
         "passed": "通过", "failed": "失败", "skipped": "跳过", "not_run": "未运行",
         "col_stage": "阶段", "col_lesson": "课程", "col_status": "状态", "col_duration": "用时",
-        "col_metrics": "指标（期望范围）", "col_notes": "备注", "executed": "已执行的 Notebook",
+        "col_metrics": "指标（期望范围）", "col_notes": "备注", "executed": "已执行的笔记本",
         "expected": "期望", "in_cell": "，出错单元格", "cell_source": "单元格代码：", "traceback": "错误回溯",
         "list_header": "{title}：已完成 {done}/{total} 节课   （路线文件 {file}）",
         "no_lessons": "（课程即将上线）", "after": "先修：{lessons}",
-        "error_in": "{where}出错：{ename}：{evalue}", "in_cell_n": "第 {cell} 个单元格", "a_cell": "某个单元格",
+        "error_in": "{where}出错：{ename}：{evalue}", "in_cell_n": "单元格 {cell}（从 0 开始编号）", "a_cell": "某个单元格",
         "before_any_cell": "在任何单元格运行之前", "prerequisite_failed": "先修课程 {lessons} 在本次运行中失败",
         "earlier_failed": "前面的课程失败了（加上 --keep-going 可继续运行其余课程）",
         "no_mark_done": "通过（本课没有调用 sampan.path.mark_done）",
         "interrupted": "已中断", "interrupted_before": "未运行：本次运行在这节课之前被中断",
         "interrupted_run": "本次运行在完成之前被中断（Ctrl-C）。",
+        "not_recorded": "未记录", "metric_problem": "{name}：{problem}", "problems_sep": "；",
+        "stage_minutes": "约 {minutes:g} 分钟", "lesson_minutes": "{minutes:>4g} 分钟", "report": "报告：{path}",
     },
 }
 

@@ -291,7 +291,8 @@ def _run_lesson(lesson: Lesson, result: LessonResult, path: LearningPath, report
     missing = [a for a in lesson.needs if not artifact_path(a).exists()]
     if missing:
         result.status = "failed"
-        result.reason = " ".join(missing_message(a, artifact_path(a), path.producer_of(a)) for a in missing)
+        result.reason = " ".join(missing_message(a, artifact_path(a), path.producer_of(a), lang=report.language)
+                                 for a in missing)
         update_progress(lesson.id, "failed", run=str(report.run_dir))
         return
     out = report.run_dir / lesson.stage / f"{lesson.id}.ipynb"
@@ -400,11 +401,12 @@ def _judge(lesson: Lesson, result: LessonResult, mode: str, lang: str = "en") ->
     for metric in lesson.metrics:
         low, high = metric.bounds(mode)
         value = result.records.get(metric.name)
-        problem = "not recorded" if metric.name not in result.records else metric.check(value, mode)
+        problem = (message("not_recorded", lang) if metric.name not in result.records
+                   else metric.check(value, mode, lang))
         result.metrics.append({"name": metric.name, "value": value, "low": low, "high": high, "expect": metric.expect,
                                "ok": problem is None, "problem": problem or ""})
         if problem:
-            problems.append(f"{metric.name}: {problem}")
+            problems.append(message("metric_problem", lang, name=metric.name, problem=problem))
     if result.error is not None:
         result.status = "failed"
         cell = result.error.get("cell_index")
@@ -413,7 +415,7 @@ def _judge(lesson: Lesson, result: LessonResult, mode: str, lang: str = "en") ->
         result.reason = message("error_in", lang, ename=result.error["ename"], where=where,
                                 evalue=result.error["evalue"])
     elif problems:
-        result.status, result.reason = "failed", "; ".join(problems)
+        result.status, result.reason = "failed", message("problems_sep", lang).join(problems)
     else:
         result.status = "passed"
         if DONE_RECORD not in result.records and lesson.metrics:

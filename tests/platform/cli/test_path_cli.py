@@ -113,3 +113,21 @@ def test_index_without_the_index_notebook_names_it_and_what_it_holds(planted, ca
     assert f"The course index notebook {planted / 'index.ipynb'} does not exist" in err
     assert "<!-- sampan-path:begin --> and <!-- sampan-path:end -->" in err and "HINT: create it" in err
     assert "[Errno 2]" not in err
+
+
+def test_list_in_chinese_says_minutes_in_chinese(planted, capsys):
+    file = _course(planted)
+    assert main(["path", "--manifest", str(file), "list", "--lang", "zh"]) == 0
+    out = capsys.readouterr().out
+    assert "约 12 分钟" in out and "  12 分钟" in out
+    assert " min" not in out
+
+
+def test_run_in_chinese_prints_chinese_status_and_report_line(planted, tmp_path, capsys):
+    file = _course(planted)
+    assert main(["path", "--manifest", str(file), "run", "--lesson", "two", "--output", str(tmp_path),
+                 "--lang", "zh"]) == 1
+    out = capsys.readouterr().out
+    assert "✘ two" in out and "失败" in out and "报告：" in out
+    assert "failed" not in out and "report:" not in out
+    assert "本地模型库里没有制品 'w'" in out and "它由课程 'one'" in out

@@ -246,3 +246,14 @@ def test_leak_probe_is_throttled_by_probe_interval():
         cb.on_train_batch_end(step, {"loss": 1.0, "step": step + 1})
     cb.on_train_end({})
     assert cb.detector._seen == 1 and cb.sampler.latest["step"] == 5
+
+
+def test_leak_detector_words_its_warning_in_english_and_chinese():
+    leaky = LeakDetector(window=10, warmup=2, min_growth=1000, name="process RSS")
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        for step in range(40):
+            leaky.update(step, 10_000 + 300 * step)
+    assert leaky.message == leaky.messages["en"] and leaky.messages["en"].startswith("process RSS grew by")
+    assert leaky.messages["zh"].startswith("进程常驻内存（RSS） 从第 2 步到第 11 步增长了 0.0 MiB")
+    assert "提示：保存 `loss.item()`" in leaky.messages["zh"]

@@ -128,7 +128,7 @@ def test_hints_rise_and_the_solution_shows_and_solves(lesson_ex, capsys, monkeyp
     lesson_ex.double.hint()
     lesson_ex.double.hint(2)
     out = capsys.readouterr().out
-    assert "double 的提示 1/2: 用乘法。" in out and "提示 2/2: return 2 * x" in out and "ex.double.solution()" in out
+    assert "double 的提示 1/2：用乘法。" in out and "提示 2/2：return 2 * x" in out and "ex.double.solution()" in out
     with pytest.raises(ValueError, match="Expected `level`"):
         lesson_ex.double.hint(3)
     monkeypatch.setenv("SAMPAN_LANG", "en")

@@ -89,7 +89,7 @@ def test_the_notes_of_a_chinese_run_are_chinese(planted, tmp_path, monkeypatch):
         notes[lang] = [r.reason for r in report.lessons]
         page = report.html_path.read_text(encoding="utf-8")
         assert all(str(escape(note)) in page for note in notes[lang])  # the Notes column
-    assert notes["zh"] == ["第 2 个单元格出错：ValueError：boom", "先修课程 'a' 在本次运行中失败",
+    assert notes["zh"] == ["单元格 2（从 0 开始编号）出错：ValueError：boom", "先修课程 'a' 在本次运行中失败",
                            "前面的课程失败了（加上 --keep-going 可继续运行其余课程）"]
-    assert notes["en"] == ["ValueError in cell 2: boom", "prerequisite 'a' failed in this run",
+    assert notes["en"] == ["ValueError in cell 2 (counting from 0): boom", "prerequisite 'a' failed in this run",
                            "an earlier lesson failed (use --keep-going to run the rest)"]

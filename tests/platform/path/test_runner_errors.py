@@ -85,5 +85,6 @@ def test_a_kernel_that_dies_in_cell_3_is_reported_at_cell_3(planted, tmp_path):
     assert result.status == "failed" and result.error["ename"] == "DeadKernelError"
     # markdown 0, parameters 1, `x = 1` 2, the kill 3
     assert result.error["cell_index"] == 3 and "SIGKILL" in result.error["source"]
-    assert result.reason.startswith("DeadKernelError in cell 3: Kernel died. HINT: the kernel process ended")
+    assert result.reason.startswith("DeadKernelError in cell 3 (counting from 0): Kernel died. "
+                                    "HINT: the kernel process ended")
     assert "before any cell ran" not in result.reason

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from sampan.monitor import LeakDetector
 from sampan.profiler import PHASES

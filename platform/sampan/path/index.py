@@ -13,7 +13,7 @@ import html
 import json
 from pathlib import Path
 
-from sampan.path.manifest import LearningPath, load_path
+from sampan.path.manifest import LearningPath, Lesson, load_path
 from sampan.path.progress import load_progress
 
 BEGIN, END = "<!-- sampan-path:begin -->", "<!-- sampan-path:end -->"
@@ -21,10 +21,23 @@ _MARKS = {"passed": "✅", "failed": "❌"}
 _PROGRESS = {"en": "Your progress: {done}/{total} lessons done", "zh": "你的学习进度：已完成 {done}/{total} 节课"}
 
 
+# "after" lists the lessons to take first: English names their ids, Chinese their titles in 《》 (no separator
+# between titles in book-title marks, as in the lessons' own 先修课程 lines)
 _WORDS = {"en": {"about": " · about {n:g} min", "soon": "- *(lessons coming soon)*", "after": " — after *{x}*",
-                 "min": "{n:g} min"},
-          "zh": {"about": " · 约 {n:g} 分钟", "soon": "- *（课程即将上线）*", "after": " — 先修 *{x}*",
-                 "min": "{n:g} 分钟"}}
+                 "required": "{id}", "sep": ", ", "min": "{n:g} min"},
+          "zh": {"about": " · 约 {n:g} 分钟", "soon": "- *（课程即将上线）*", "after": " — 先修{x}",
+                 "required": "《{title}》", "sep": "", "min": "{n:g} 分钟"}}
+
+
+def _after(path: LearningPath, lesson: Lesson, lang: str) -> str:
+    """The lessons to take before ``lesson``, in ``lang`` (empty when none)."""
+    from sampan.path.lang import lesson_title
+
+    if not lesson.requires:
+        return ""
+    words = _WORDS[lang]
+    names = (words["required"].format(id=x, title=lesson_title(path.lesson(x), lang)) for x in lesson.requires)
+    return words["after"].format(x=words["sep"].join(names))
 
 
 def index_markdown(path: LearningPath, lang: str = "en") -> str:
@@ -44,7 +57,7 @@ def index_markdown(path: LearningPath, lang: str = "en") -> str:
             lines.append(words["soon"])
         for n, lesson in enumerate(stage.lessons, 1):
             link = lesson.relative_notebook(path.root)
-            after = words["after"].format(x=", ".join(lesson.requires)) if lesson.requires else ""
+            after = _after(path, lesson, lang)
             summary = lesson.text("summary", lang)
             minutes = words["min"].format(n=lesson.minutes["full"])
             lines.append(f"{n}. [{lesson_title(lesson, lang)}]({link}) · {minutes}{after}"
@@ -73,10 +86,11 @@ class CourseIndex:
             for lesson in stage.lessons:
                 status = self.progress.get(lesson.id, {}).get("status", "")
                 href = html.escape(lesson.relative_notebook(self.path.root))
+                minutes = _WORDS[lang]["min"].format(n=lesson.minutes["full"])
                 rows.append(
                     f'<tr data-lesson="{html.escape(lesson.id)}"><td>{_MARKS.get(status, "⬜")}</td>'
                     f'<td><a href="{href}">{html.escape(lesson_title(lesson, lang))}</a></td>'
-                    f'<td>{lesson.minutes["full"]:g} min</td><td>{html.escape(lesson.text("summary", lang))}</td></tr>')
+                    f'<td>{minutes}</td><td>{html.escape(lesson.text("summary", lang))}</td></tr>')
         done = _PROGRESS[lang].format(done=self.done, total=len(self.path.lessons))
         return f'<div class="sampan-course-index"><p><b>{done}</b></p><table>{"".join(rows)}</table></div>'
 

@@ -191,7 +191,7 @@ def test_exercise_feedback_in_the_lesson_language(monkeypatch, capsys):
     assert ex.check("size", 1, expected=2, hint=hint) is False and ex.check("name", "a", expected="a") is True
     assert ex.done() is False
     out = capsys.readouterr().out
-    assert "✘ size: expected 2, got 1。提示：再乘以 4 字节" in out and "✔ name: 正确" in out
+    assert "✘ size: 应为 2，得到 1。提示：再乘以 4 字节" in out and "✔ name: 正确" in out
     assert "答对 1/2 道练习；还需完成：size" in out
     monkeypatch.setenv("SAMPAN_LANG", "en")
     Exercises("demo").check("size", 1, expected=2, hint=hint)

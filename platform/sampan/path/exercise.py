@@ -110,11 +110,7 @@ def compare(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-8, 
         >>> compare([1, 2], [1, 3], lang="zh")
         '第 1 项：应为 3，得到 2'
     """
-    if lang is None:
-        from sampan.path.lang import default_language
-
-        lang = default_language()
-    say = _COMPARE[lang]
+    say = _COMPARE[lang or default_language()]
     if got is None or got is Ellipsis:
         return say["no_answer"]
     exp_arr = _as_array(expected)

@@ -53,11 +53,9 @@ _MISSING = {
 def missing_message(name: str, path: Path, producer, manifest_file=None, *, lang: str | None = None) -> str:
     """One wording for a missing artifact, shared by :func:`artifact` and the runner; in ``lang``
     (default the lesson's language, :func:`sampan.path.lang.default_language`)."""
-    if lang is None:
-        from sampan.path.lang import default_language
+    from sampan.path.lang import default_language, normalize_language
 
-        lang = default_language()
-    say = _MISSING[lang]
+    say = _MISSING[default_language() if lang is None else normalize_language(lang)]
     where = say["where"].format(name=name, path=path)
     if producer is None:
         return where + say["nobody"]

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from sampan.errors import bad_argument
-from sampan.path.lang import default_language
+from sampan.path.lang import default_language, normalize_language
 from sampan.path.progress import mark_done, report_exercises, title_of
 from sampan.utils.record import record
 
@@ -110,7 +110,7 @@ def compare(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-8, 
         >>> compare([1, 2], [1, 3], lang="zh")
         '第 1 项：应为 3，得到 2'
     """
-    say = _COMPARE[lang or default_language()]
+    say = _COMPARE[default_language() if lang is None else normalize_language(lang)]
     if got is None or got is Ellipsis:
         return say["no_answer"]
     exp_arr = _as_array(expected)

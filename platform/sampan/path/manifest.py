@@ -77,7 +77,9 @@ class MetricRange:
 
     def check(self, value: Any, mode: Mode, lang: str = "en") -> str | None:
         """``None`` when ``value`` is a finite number inside the range, else why not (in ``lang``, the run's)."""
-        say = _CHECK_WORDS[lang]
+        from sampan.path.lang import normalize_language
+
+        say = _CHECK_WORDS[normalize_language(lang)]
         if self.expect is not None:
             return None if value is self.expect else say["expected"].format(expect=self.expect, value=value)
         low, high = self.bounds(mode)

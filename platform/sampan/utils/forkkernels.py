@@ -89,11 +89,17 @@ def why_not_forked(cmd: list[str]) -> str | None:
 
 
 def _hash_seed(env: dict[str, str]) -> str | None:
-    """``PYTHONHASHSEED`` as an interpreter reads it: None for a random seed (unset, empty or ``random``)."""
+    """``PYTHONHASHSEED`` as an interpreter reads it: None for a random seed (unset, empty or ``random``); a
+    ValueError for a value no interpreter would start with (it would end the fork server at its start)."""
     value = env.get("PYTHONHASHSEED", "").strip()
     if value in ("", "random"):
         return None
-    return str(int(value)) if value.isdigit() else value
+    if not value.isdigit() or int(value) > 2**32 - 1:
+        from sampan.errors import bad_argument
+
+        raise ValueError(bad_argument("PYTHONHASHSEED", value, "'random' or an int from 0 to 4294967295",
+                                      "unset it, or seed_everything(seed) with a seed in that range"))
+    return str(int(value))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -345,9 +351,12 @@ class _Client:
         status, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = {**env, "JPY_PARENT_PID": str(self.process.pid)}
         request = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode()
-        with self.lock:
-            socket.send_fds(self.conn, [request], [*streams, theirs.fileno()])
-            reply = self.conn.recv(_MAX_MESSAGE)
+        try:
+            with self.lock:
+                socket.send_fds(self.conn, [request], [*streams, theirs.fileno()])
+                reply = self.conn.recv(_MAX_MESSAGE)
+        except OSError:  # the server has ended (at its start, or since): said below with its exit code
+            reply = b""
         theirs.close()
         answer = json.loads(reply) if reply else {"error": f"it ended (exit code {self.process.poll()})"}
         if "error" in answer:

@@ -28,7 +28,7 @@ def seed_everything(seed: int = 0, *, deterministic: bool = False) -> int:
     random.seed(seed)
     np.random.seed(seed % (2**32))
     torch.manual_seed(seed)
-    os.environ["PYTHONHASHSEED"] = str(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed % (2**32))  # what Python accepts there: 0 to 4294967295
     if deterministic:
         enable_determinism()
     return seed

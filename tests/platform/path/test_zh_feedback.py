@@ -131,3 +131,13 @@ def test_a_missing_artifact_is_named_in_chinese(zh):
         artifact("no_such_artifact")
     assert str(caught.value).startswith("本地模型库里没有制品 'no_such_artifact'（查找的位置：")
     assert "学习路线中没有哪节课会产出它。" in str(caught.value)
+
+
+def test_a_language_is_taken_in_any_spelling_and_an_unknown_one_is_refused_by_name():
+    from sampan.path.artifacts import missing_message
+
+    assert compare(1, 2, lang="zh-CN") == "应为 2，得到 1" and compare(1, 2, lang="EN") == "expected 2, got 1"
+    assert missing_message("x", Path("x.pt"), None, lang="zh_CN").startswith("本地模型库里没有制品 'x'")
+    for call in (lambda: compare(1, 2, lang="fr"), lambda: missing_message("x", Path("x.pt"), None, lang="fr")):
+        with pytest.raises(ValueError, match=r"Expected `lang` to be one of en, zh. Received: lang='fr'"):
+            call()

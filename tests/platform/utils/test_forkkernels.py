@@ -216,7 +216,8 @@ def test_a_forked_kernel_reads_its_own_time_zone_and_locale(monkeypatch):
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
     import locale
 
-    ctype = locale.setlocale(locale.LC_CTYPE, "C")  # what the server may hold; the kernel's environment says UTF-8
+    ctype = locale.setlocale(locale.LC_CTYPE)  # this process's, put back below (other tests write files with it)
+    locale.setlocale(locale.LC_CTYPE, "C")  # what the server may hold; the kernel's environment says UTF-8
     try:
         forkkernels._fresh_process_state()
         assert time.tzname[0] == "SPN" and time.timezone == -8 * 3600
@@ -255,3 +256,29 @@ def test_a_zombie_that_is_not_our_child_counts_as_ended():
         parent.wait()
     alive = forkkernels.ForkedKernel(os.getpid(), None)
     assert alive.poll() is None
+
+
+def test_a_hash_seed_no_interpreter_accepts_is_refused_by_name_and_a_dead_server_is_said(monkeypatch):
+    """seed_everything(-1) once wrote PYTHONHASHSEED=-1: the fork server started with it died at its start, and
+    every later kernel start failed with a bare ConnectionResetError."""
+    import sampan
+
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)  # put back after the test: seed_everything sets it
+    cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "k.json"]
+    for value in ("-1", "4294967296", "abc"):
+        with pytest.raises(ValueError, match=r"Expected `PYTHONHASHSEED` to be 'random' or an int from 0 to "
+                                             rf"4294967295. Received: PYTHONHASHSEED='{value}'"):
+            forkkernels.launch(cmd, env={"PYTHONHASHSEED": value})
+    sampan.seed_everything(-1)
+    assert os.environ["PYTHONHASHSEED"] == "4294967295"  # what Python accepts there, as numpy's seed is taken
+    sampan.seed_everything(2**32 + 5)
+    assert os.environ["PYTHONHASHSEED"] == "5"
+    dead = forkkernels._Client("4294967296")  # a server whose interpreter refuses to start
+    dead.process.wait(timeout=60)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        with pytest.raises(RuntimeError, match=r"could not start the kernel: it ended \(exit code 1\)\. HINT"):
+            dead.start(cmd, {}, os.getcwd(), (devnull, devnull, devnull))
+    finally:
+        os.close(devnull)
+        dead.close()

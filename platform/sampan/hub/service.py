@@ -305,39 +305,37 @@ async def hub_users(get_json: Callable[[str], Awaitable[Any]], url: str) -> list
         page = await get_json(f"{url}?{urlencode({'offset': after['offset'], 'limit': after['limit']})}")
 
 
-def course_lessons(course_dir: str | os.PathLike | None) -> list[str] | None:
-    """The lesson ids of the course the hub hands out (``<course_dir>/path.yaml``), in the course's order: the
-    teacher's page shows these columns only. None (every posted lesson shown) without a readable manifest."""
+def course(course_dir: str | os.PathLike | None) -> tuple[list[str] | None, dict[str, dict[str, str]]]:
+    """The course the hub hands out (``<course_dir>/path.yaml``), read once: its lesson ids in its order (the
+    teacher's page shows these columns only) and ``{lang: {lesson id: title}}`` with only the titles the manifest
+    gives in that language (the pages show the id for the others). ``(None, {})`` without a readable manifest:
+    every posted lesson is shown, by id."""
     manifest = Path(course_dir) / "path.yaml" if course_dir else None
     if manifest is None or not manifest.is_file():
-        return None
-    from sampan.errors import SampanError
-    from sampan.path.manifest import load_path
-
-    try:
-        return [lesson.id for lesson in load_path(manifest, check_files=False).lessons]
-    except (SampanError, OSError, ValueError) as exc:
-        print(f"progress service: {manifest} not read ({exc}); the teacher's page shows every lesson posted",
-              file=sys.stderr, flush=True)
-        return None
-
-
-def course_titles(course_dir: str | os.PathLike | None) -> dict[str, dict[str, str]]:
-    """``{lang: {lesson id: title}}`` of the course the hub hands out (``<course_dir>/path.yaml``): only the titles
-    the manifest gives in that language (the pages show the id for the others); empty without a readable one."""
-    manifest = Path(course_dir) / "path.yaml" if course_dir else None
-    if manifest is None or not manifest.is_file():
-        return {}
+        return None, {}
     from sampan.errors import SampanError
     from sampan.path.lang import has_language
     from sampan.path.manifest import load_path
 
     try:
         lessons = load_path(manifest, check_files=False).lessons
-    except (SampanError, OSError, ValueError):
-        return {}  # course_lessons says why on stderr
-    return {lang: {x.id: x.text("title", lang) for x in lessons if has_language(x.texts.get("title", x.title), lang)}
-            for lang in WORDS}
+    except (SampanError, OSError, ValueError) as exc:
+        print(f"progress service: {manifest} not read ({exc}); the teacher's page shows every lesson posted",
+              file=sys.stderr, flush=True)
+        return None, {}
+    titles = {lang: {x.id: x.text("title", lang) for x in lessons if has_language(x.texts.get("title", x.title), lang)}
+              for lang in WORDS}
+    return [x.id for x in lessons], titles
+
+
+def course_lessons(course_dir: str | os.PathLike | None) -> list[str] | None:
+    """The lesson ids of :func:`course`, in the course's order; None without a readable manifest."""
+    return course(course_dir)[0]
+
+
+def course_titles(course_dir: str | os.PathLike | None) -> dict[str, dict[str, str]]:
+    """The titles of :func:`course`: ``{lang: {lesson id: title}}``; empty without a readable manifest."""
+    return course(course_dir)[1]
 
 
 def make_app(store_path: str | os.PathLike):
@@ -351,8 +349,7 @@ def make_app(store_path: str | os.PathLike):
     from sampan.hub.progress_store import ProgressStore, StoreFullError
 
     store = ProgressStore(str(store_path))
-    lessons = course_lessons(os.environ.get(COURSE_ENV))  # the columns: the course's lessons, in its order
-    titles = course_titles(os.environ.get(COURSE_ENV))
+    lessons, titles = course(os.environ.get(COURSE_ENV))  # the columns: the course's lessons, in its order
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/progress/")
     api_url, token = os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_API_TOKEN"]
 

@@ -38,28 +38,18 @@ def artifact_path(name: str) -> Path:
     return plain if plain.exists() else zoo_dir() / f"{name}.pt"
 
 
-_MISSING = {
-    "en": {"where": "Artifact {name!r} is not in the local model zoo (looked for {path}).",
-           "nobody": " No lesson of the learning path produces it.",
-           "producer": " It is produced by lesson {id!r} ({stage}: {notebook}). HINT: run that lesson first, "
-                       "e.g. `sampan path run --lesson {id}`."},
-    "zh": {"where": "本地模型库里没有制品 {name!r}（查找的位置：{path}）。",
-           "nobody": "学习路线中没有哪节课会产出它。",
-           "producer": "它由课程 {id!r}（{stage}：{notebook}）产出。提示：请先运行那节课，"
-                       "例如 `sampan path run --lesson {id}`。"},
-}
-
-
 def missing_message(name: str, path: Path, producer, manifest_file=None, *, lang: str | None = None) -> str:
     """One wording for a missing artifact, shared by :func:`artifact` and the runner; in ``lang``
     (default the lesson's language, :func:`sampan.path.lang.default_language`)."""
     from sampan.path.lang import default_language, normalize_language
+    from sampan.path.report import message
 
-    say = _MISSING[default_language() if lang is None else normalize_language(lang)]
-    where = say["where"].format(name=name, path=path)
+    lang = default_language() if lang is None else normalize_language(lang)
+    where = message("artifact_missing", lang, name=name, path=path)
     if producer is None:
-        return where + say["nobody"]
-    return where + say["producer"].format(id=producer.id, stage=producer.stage, notebook=producer.notebook.name)
+        return where + message("artifact_no_producer", lang)
+    return where + message("artifact_producer", lang, id=producer.id, stage=producer.stage,
+                           notebook=producer.notebook.name)
 
 
 def artifact(name: str, manifest=None) -> Path:

@@ -78,27 +78,19 @@ class MetricRange:
     def check(self, value: Any, mode: Mode, lang: str = "en") -> str | None:
         """``None`` when ``value`` is a finite number inside the range, else why not (in ``lang``, the run's)."""
         from sampan.path.lang import normalize_language
+        from sampan.path.report import message
 
-        say = _CHECK_WORDS[normalize_language(lang)]
+        lang = normalize_language(lang)
         if self.expect is not None:
-            return None if value is self.expect else say["expected"].format(expect=self.expect, value=value)
+            return None if value is self.expect else message("range_expected", lang, expect=self.expect, value=value)
         low, high = self.bounds(mode)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return say["number"].format(value=value)
+            return message("range_number", lang, value=value)
         if not math.isfinite(value):
-            return say["finite"].format(value=value)
+            return message("range_finite", lang, value=value)
         if (low is not None and value < low) or (high is not None and value > high):
-            return say["outside"].format(value=value, low=_fmt(low), high=_fmt(high))
+            return message("range_outside", lang, value=value, low=_fmt(low), high=_fmt(high))
         return None
-
-
-# why a recorded metric is out of its range, per language (the run's: report.json keeps the run's language)
-_CHECK_WORDS = {
-    "en": {"expected": "expected {expect!r}, got {value!r}", "number": "expected a number, got {value!r}",
-           "finite": "expected a finite number, got {value!r}", "outside": "{value:.6g} is outside [{low}, {high}]"},
-    "zh": {"expected": "应为 {expect!r}，实际为 {value!r}", "number": "应为一个数，实际为 {value!r}",
-           "finite": "应为一个有限的数，实际为 {value!r}", "outside": "{value:.6g} 不在 [{low}, {high}] 范围内"},
-}
 
 
 def _fmt(bound: float | None) -> str:

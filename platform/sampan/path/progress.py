@@ -175,24 +175,17 @@ def mark_done(lesson: str, *, check: bool = True) -> str:
     from sampan.utils.record import record
 
     from sampan.path.lang import default_language
+    from sampan.path.report import message
 
     lang = default_language()
     if os.environ.get(RUNNER_ENV):  # the runner knows its manifest and decides after the range checks
         record(DONE_RECORD, lesson)  # the machine-read marker; the line returned is for the learner
-        return _DONE_WORDS[lang]["reached_end"].format(lesson=lesson, title=title_of(lesson, lang))
+        return message("lesson_reached_end", lang, lesson=lesson, title=title_of(lesson, lang))
     if check:
         _check_known(lesson)
     record(DONE_RECORD, lesson)
     update_progress(lesson, "passed", source="notebook")
-    return _DONE_WORDS[lang]["done"].format(lesson=lesson, title=title_of(lesson, lang))
-
-
-# what mark_done tells the learner, in the lesson's language (sampan.path.lang.default_language())
-_DONE_WORDS = {
-    "en": {"reached_end": "[sampan.path] lesson {lesson} reached its end",
-           "done": "[sampan.path] lesson {lesson} done"},
-    "zh": {"reached_end": "[sampan.path] 《{title}》已学完", "done": "[sampan.path] 《{title}》已完成"},
-}
+    return message("lesson_done", lang, lesson=lesson, title=title_of(lesson, lang))
 
 
 def title_of(lesson: str, lang: str) -> str:

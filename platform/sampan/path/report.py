@@ -36,6 +36,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "not_recorded": "not recorded", "metric_problem": "{name}: {problem}", "problems_sep": "; ",
         # `sampan path list | run` in the terminal
         "stage_minutes": "~{minutes:g} min", "lesson_minutes": "{minutes:>4g} min", "report": "report: {path}",
+        # a recorded metric against its range (manifest.MetricRange.check), a missing zoo artifact, mark_done
+        "range_expected": "expected {expect!r}, got {value!r}", "range_number": "expected a number, got {value!r}",
+        "range_finite": "expected a finite number, got {value!r}",
+        "range_outside": "{value:.6g} is outside [{low}, {high}]",
+        "artifact_missing": "Artifact {name!r} is not in the local model zoo (looked for {path}).",
+        "artifact_no_producer": " No lesson of the learning path produces it.",
+        "artifact_producer": " It is produced by lesson {id!r} ({stage}: {notebook}). HINT: run that lesson first, "
+                             "e.g. `sampan path run --lesson {id}`.",
+        "lesson_reached_end": "[sampan.path] lesson {lesson} reached its end",
+        "lesson_done": "[sampan.path] lesson {lesson} done",
     },
     "zh": {
         "html_lang": "zh-CN", "title": "Sampan 学习路线报告", "heading": "学习路线报告",
@@ -55,6 +65,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "interrupted_run": "本次运行在完成之前被中断（Ctrl-C）。",
         "not_recorded": "未记录", "metric_problem": "{name}：{problem}", "problems_sep": "；",
         "stage_minutes": "约 {minutes:g} 分钟", "lesson_minutes": "{minutes:>4g} 分钟", "report": "报告：{path}",
+        "range_expected": "应为 {expect!r}，实际为 {value!r}", "range_number": "应为一个数，实际为 {value!r}",
+        "range_finite": "应为一个有限的数，实际为 {value!r}", "range_outside": "{value:.6g} 不在 [{low}, {high}] 范围内",
+        "artifact_missing": "本地模型库里没有制品 {name!r}（查找的位置：{path}）。",
+        "artifact_no_producer": "学习路线中没有哪节课会产出它。",
+        "artifact_producer": "它由课程 {id!r}（{stage}：{notebook}）产出。提示：请先运行那节课，"
+                             "例如 `sampan path run --lesson {id}`。",
+        "lesson_reached_end": "[sampan.path] 《{title}》已学完", "lesson_done": "[sampan.path] 《{title}》已完成",
     },
 }
 

@@ -71,19 +71,29 @@ _CHECKOUT_KEY = pytest.StashKey[set]()
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """``SAMPAN_TEST_TIMELINE=<file>``: each test's worker, start and end go to that file as JSON lines, to see
-    where a run's workers wait on one another (how the costliest-first order above was checked)."""
+    where a run's workers wait on one another (how the costliest-first order above was checked) and the CPU each
+    test spent."""
     path = os.environ.get("SAMPAN_TEST_TIMELINE")
     if not path:
         return (yield)
     import json
     import time
 
-    start = time.time()
+    import resource
+
+    def children() -> float:  # CPU seconds of the child processes waited for so far
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    start, cpu, child_cpu = time.time(), time.process_time(), children()
     try:
         return (yield)
     finally:
-        line = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": item.nodeid, "start": start,
-                "end": time.time()}
+        # the worker's own CPU and that of the children it waited for; a process the test started but did not wait
+        # for (a forked kernel, a server left to its parent) is not counted: sample /proc to see those
+        line = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "pid": os.getpid(), "test": item.nodeid,
+                "start": start, "end": time.time(), "cpu": round(time.process_time() - cpu, 3),
+                "children_cpu": round(children() - child_cpu, 3)}
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line) + "\n")
 

@@ -124,6 +124,18 @@ def test_a_lesson_in_a_learners_kernel_reaches_the_teacher_dashboard(hub):
     assert csv[0] == "user,lesson,status,exercises_passed,last_activity"
     assert any(line.startswith(f"alice,{LESSON},done,{EXERCISES},") for line in csv)
     assert any(line.startswith(f"bob,{LESSON},not started,0,") for line in csv)
+    # the hub's process serves the class all day and never needs torch: it never loads it (`import sampan` does
+    # not import torch), nor does the progress service
+    service = [p for p in _hub_processes(hub) if "sampan.hub.service" in " ".join(p.cmdline())]
+    assert service, "the progress service's process was not found"
+    for proc in (hub.proc.pid, *(p.pid for p in service)):
+        assert "libtorch" not in Path(f"/proc/{proc}/maps").read_text(), f"process {proc} loaded torch"
+
+
+def _hub_processes(hub) -> list:
+    import psutil
+
+    return psutil.Process(hub.proc.pid).children(recursive=True)
 
 
 def test_students_and_assistants_are_kept_out(hub):

@@ -216,21 +216,30 @@ def channels_last_training(quick: bool = False) -> dict:
     return results
 
 
-def _import_time(module: str, repeat: int) -> list[float]:
-    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+def _import_time(statement: str, repeat: int) -> list[float]:
+    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     return [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                                  check=True, timeout=120).stdout) for _ in range(repeat)]
 
 
+IMPORTS = {"torch": "import torch",
+           # what a training script pays: the package imports torch and its Model on first use
+           "sampan + Model": "import sampan; sampan.Model",
+           # what the command line's servers pay (`sampan lab`, `sampan hub`, `sampan --version`): no torch
+           "sampan alone": "import sampan"}
+
+
 def import_times(repeat: int = 5) -> dict:
-    """Median ``import torch`` and ``import sampan`` times in fresh interpreters, interleaved."""
-    torch_t, sampan_t = [], []
+    """Median import times in fresh interpreters, interleaved: ``import torch``, ``import sampan`` with its
+    ``Model`` (``ratio``: against torch) and ``import sampan`` alone (``alone_ratio``)."""
+    times: dict[str, list[float]] = {name: [] for name in IMPORTS}
     for _ in range(repeat):
-        torch_t += _import_time("torch", 1)
-        sampan_t += _import_time("sampan", 1)
-    t, s = statistics.median(torch_t), statistics.median(sampan_t)
-    return {"import_torch_s": t, "import_sampan_s": s, "ratio": s / t}
+        for name, statement in IMPORTS.items():
+            times[name] += _import_time(statement, 1)
+    t, s, alone = (statistics.median(times[name]) for name in IMPORTS)
+    return {"import_torch_s": t, "import_sampan_s": s, "ratio": s / t, "import_sampan_alone_s": alone,
+            "alone_ratio": alone / t}
 
 
 def run(quick: bool = False) -> dict:
@@ -266,7 +275,8 @@ def run(quick: bool = False) -> dict:
     imports = import_times(3 if quick else 7)
     print_table("import time (fresh interpreter, median)", [
         {"import": "torch", "seconds": imports["import_torch_s"], "ratio": 1.0},
-        {"import": "sampan", "seconds": imports["import_sampan_s"], "ratio": imports["ratio"]}],
+        {"import": "sampan + Model", "seconds": imports["import_sampan_s"], "ratio": imports["ratio"]},
+        {"import": "sampan alone", "seconds": imports["import_sampan_alone_s"], "ratio": imports["alone_ratio"]}],
         ["import", "seconds", "ratio"])
     results["import"] = imports
     return results

@@ -4,9 +4,11 @@ Each module exposes ``add_parser(subparsers)`` (which registers the command
 and its options) and ``run(args) -> int`` (the exit code). A module is
 imported only when its command runs or shows its own ``--help``: ``sampan --help``
 lists the commands from :data:`COMMANDS` and ``sampan --version`` reads the
-version file, with no subcommand imported. (Both still pay for ``import sampan``,
-which imports torch.) Ctrl-C ends any command with ``sampan <cmd>: interrupted``
-and exit code 130, never a traceback.
+version file, with no subcommand imported. Neither imports torch (``import sampan``
+imports it on first use, and no command's module imports it before its ``run``),
+so the servers ``sampan lab``, ``sampan dashboard`` and ``sampan hub`` start without
+it. Ctrl-C ends any command with ``sampan <cmd>: interrupted`` and exit code 130,
+never a traceback.
 """
 from __future__ import annotations
 

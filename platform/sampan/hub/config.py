@@ -37,9 +37,9 @@ from sampan.utils.io import atomic_write_text
 from sampan.utils.net import free_port
 
 SERVICE = "progress"
-# The progress service needs only the standard library, tornado and JupyterHub, but `python -m
-# sampan.hub.service` would first run sampan/__init__ (which imports torch: seconds, ~0.5 GiB), and
-# JupyterHub gives a managed service about ten seconds to answer. The service's command skips it.
+# The progress service needs only the standard library, tornado and JupyterHub, and JupyterHub gives a managed
+# service about ten seconds to answer: its command skips sampan/__init__ (light_boot), so that the service never
+# pays for what the package's own import may come to load (torch once did: seconds, ~0.5 GiB).
 SERVICE_BOOT = light_boot("from sampan.hub.service import main; main()")
 CULLER = "idle-culler"
 CUSTOM_SCOPES = {

@@ -23,8 +23,9 @@ _OPTIONAL = {
 
 
 def light_boot(code: str) -> str:
-    """``python -c`` code that runs ``code`` with Sampan's modules importable without ``sampan/__init__`` (which
-    imports torch: seconds, ~0.5 GiB): for servers that need none of it (the hub's services, Voilà).
+    """``python -c`` code that runs ``code`` with Sampan's modules importable without running ``sampan/__init__``:
+    for servers that need none of the package (the hub's services, Voilà), so that what the package's own import
+    loads never reaches them (``import sampan`` no longer imports torch, which cost seconds and ~0.5 GiB).
 
     Example:
         >>> import subprocess, sys

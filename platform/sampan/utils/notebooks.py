@@ -24,8 +24,8 @@ _log = logging.getLogger("sampan.notebooks")
 
 KERNEL_START_ATTEMPTS = 3
 T = TypeVar("T")
-# `python -c VOILA_BOOT ARGS...` runs `voila ARGS...` with guard_async_sends, without importing sampan/__init__
-# (torch) into the server (its kernels import what their notebooks need)
+# `python -c VOILA_BOOT ARGS...` runs `voila ARGS...` with guard_async_sends, without running sampan/__init__ in
+# the server (its kernels import what their notebooks need)
 VOILA_BOOT = light_boot("from sampan.utils.notebooks import run_voila; run_voila(sys.argv[1:])")
 
 

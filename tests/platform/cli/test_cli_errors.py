@@ -102,7 +102,8 @@ def test_ctrl_c_ends_a_command_with_a_line_and_code_130(command, monkeypatch, ca
 
 def test_version_and_top_level_help_import_no_subcommand(tmp_path):
     """`sampan --version` and `sampan --help` read the version file and COMMANDS: no subcommand module (and what
-    each imports: Jupyter, MLflow, Optuna) is loaded. (torch still is: `import sampan` imports it.)"""
+    each imports: Jupyter, MLflow, Optuna) is loaded, nor torch (`import sampan` imports it on first use only);
+    every command's own module, which `sampan <command> --help` loads, imports no torch either."""
     import subprocess
     import sys
 
@@ -115,11 +116,18 @@ def test_version_and_top_level_help_import_no_subcommand(tmp_path):
             "    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
             "        main(argv)\n"
             "loaded = sorted(m for m in sys.modules if m.startswith('sampan.cli.'))\n"
-            "print(repr((out.getvalue(), loaded)))\n")
+            "torch_then = 'torch' in sys.modules\n"
+            "import importlib, sampan.cli\n"
+            "heavy = {}\n"
+            "for command, (module, _) in sampan.cli.COMMANDS.items():\n"
+            "    importlib.import_module(module)\n"
+            "    heavy[command] = sorted({'torch', 'numpy', 'mlflow'} & set(sys.modules))\n"
+            "print(repr((out.getvalue(), loaded, torch_then, heavy)))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    text, loaded = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 - our own repr
-    assert loaded == []
+    text, loaded, torch_then, heavy = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 - our own repr
+    assert loaded == [] and not torch_then
+    assert heavy == dict.fromkeys(heavy, []) and len(heavy) >= 12, heavy
     assert text.startswith(f"sampan {sampan.__version__}\n")
     for name in ("check", "lab", "path", "dashboard", "kernel", "publish", "hub", "sweep", "job"):
         assert f"\n    {name}" in text

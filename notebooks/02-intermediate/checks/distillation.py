@@ -53,21 +53,23 @@ def soft_cross_entropy(student_logits, teacher_logits, T):
             s = torch.tensor(student, dtype=torch.float32, requires_grad=True)
             t = torch.tensor(teacher, dtype=torch.float32)
             got = soft_cross_entropy(s, t, T)
-            what = f"soft_cross_entropy on [{n}, {classes}] logits with T = {T:g}"
+            what = {"en": f"soft_cross_entropy on [{n}, {classes}] logits with T = {T:g}",
+                    "zh": f"soft_cross_entropy 作用于 [{n}, {classes}] 的 logits、T = {T:g} 时"}
             if not isinstance(got, torch.Tensor) or got.numel() != 1:
-                raise Incorrect({"en": f"{what} must return a one-element tensor (the batch mean), got {got!r:.80}",
-                                 "zh": f"{what} 必须返回只有一个元素的张量（批次均值），得到的是 {got!r:.80}"})
+                raise Incorrect({"en": f"{what['en']} must return a one-element tensor (the batch mean),"
+                                       f" got {got!r:.80}",
+                                 "zh": f"{what['zh']}必须返回只有一个元素的张量（批次均值），得到的是 {got!r:.80}"})
             got_value = float(got.detach().reshape(()))
             if T != 1.0 and np.isclose(got_value, value / (T * T), rtol=1e-4):
-                raise Incorrect({"en": f"{what}: the value is right without the T² factor; multiply by T²",
-                                 "zh": f"{what}：不乘 T² 时数值是对的；请乘以 T²"})
+                raise Incorrect({"en": f"{what['en']}: the value is right without the T² factor; multiply by T²",
+                                 "zh": f"{what['zh']}：不乘 T² 时数值是对的；请乘以 T²"})
             if np.isclose(got_value, value * n, rtol=1e-4):
-                raise Incorrect({"en": f"{what}: you summed over the batch; take the mean over the {n} rows",
-                                 "zh": f"{what}：你在批次上求了和；请对 {n} 行取均值"})
+                raise Incorrect({"en": f"{what['en']}: you summed over the batch; take the mean over the {n} rows",
+                                 "zh": f"{what['zh']}：你在批次上求了和；请对 {n} 行取均值"})
             expect(got_value, value, what, rtol=1e-4, atol=1e-6)
             if not got.requires_grad:
-                raise Incorrect({"en": f"{what}: the result has no gradient; compute it with torch operations",
-                                 "zh": f"{what}：结果没有梯度；请用 torch 运算来计算"})
+                raise Incorrect({"en": f"{what['en']}: the result has no gradient; compute it with torch operations",
+                                 "zh": f"{what['zh']}：结果没有梯度；请用 torch 运算来计算"})
             got.reshape(()).backward()
-            expect(s.grad, grad, {"en": f"the gradient of {what} with respect to the student's logits",
-                                  "zh": f"{what} 对学生 logits 的梯度"}, rtol=1e-3, atol=1e-6)
+            expect(s.grad, grad, {"en": f"the gradient of {what['en']} with respect to the student's logits",
+                                  "zh": f"{what['zh']}对学生 logits 的梯度"}, rtol=1e-3, atol=1e-6)

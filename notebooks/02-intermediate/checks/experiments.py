@@ -107,19 +107,22 @@ def best_lr(sweep_name):
             tops = {max(t.value for t in valued), max(t.value for t in complete)}
             ties = [t.params["lr"] for t in valued if t.value in tops]  # equal accuracies: any of them is right
             got = best_lr(sweep.name)
-            self._expect_lr(got, ties, f"best_lr({sweep.name!r}), the lesson's sweep")
+            self._expect_lr(got, ties, {"en": f"best_lr({sweep.name!r}), the lesson's sweep",
+                                        "zh": f"best_lr({sweep.name!r})（本课的超参数搜索）"})
         name, expected, ids = _hidden_sweep()
         try:
             got = best_lr(name)
         finally:
             for run_id in ids:
                 experiments.client().delete_run(run_id)
-        self._expect_lr(got, [expected], f"best_lr of a sweep the check wrote ({name!r})")
+        self._expect_lr(got, [expected], {"en": f"best_lr of a sweep the check wrote ({name!r})",
+                                          "zh": f"best_lr 作用于检查程序写入的一次搜索（{name!r}）"})
 
     @staticmethod
     def _expect_lr(got, choices, what):
         if isinstance(got, bool) or not isinstance(got, (int, float)):
-            raise Incorrect({"en": f"{what} must return the learning rate as a float, got {type(got).__name__} {got!r}",
-                             "zh": f"{what} 必须以浮点数返回学习率，得到的是 {type(got).__name__} {got!r}"})
+            raise Incorrect({"en": f"{what['en']} must return the learning rate as a float, got {type(got).__name__}"
+                                   f" {got!r}",
+                             "zh": f"{what['zh']} 必须以浮点数返回学习率，得到的是 {type(got).__name__} {got!r}"})
         if not any(abs(got - lr) <= 1e-6 * abs(lr) for lr in choices):
             expect(got, choices[0], what, rtol=1e-6)

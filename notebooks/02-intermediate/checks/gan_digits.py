@@ -21,14 +21,15 @@ def _random_logits(rng, count=4):
 
 
 def _scalar_loss(value, what):
+    """``what``: the case, ``{"en": ..., "zh": ...}``."""
     if not isinstance(value, torch.Tensor) or value.dim() != 0:
         shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-        raise Incorrect({"en": f"{what} must return a single-number tensor (a scalar loss), got {shape}",
-                         "zh": f"{what} 必须返回只含一个数的张量（标量损失），得到的是 {shape}"})
+        raise Incorrect({"en": f"{what['en']} must return a single-number tensor (a scalar loss), got {shape}",
+                         "zh": f"{what['zh']}必须返回只含一个数的张量（标量损失），得到的是 {shape}"})
     if not value.requires_grad:
-        raise Incorrect({"en": f"{what} is cut off from the graph (no grad_fn): the training loop calls backward()"
-                               " on it, so stay with tensors (no .item(), no NumPy)",
-                         "zh": f"{what} 与计算图断开了（没有 grad_fn）：训练循环要对它调用 backward()，"
+        raise Incorrect({"en": f"{what['en']} is cut off from the graph (no grad_fn): the training loop calls"
+                               " backward() on it, so stay with tensors (no .item(), no NumPy)",
+                         "zh": f"{what['zh']}与计算图断开了（没有 grad_fn）：训练循环要对它调用 backward()，"
                                "所以请全程使用张量（不要 .item()，不要 NumPy）"})
 
 
@@ -54,7 +55,8 @@ def d_loss(real_logits, fake_logits):
         rng = random.Random()
         for real, fake in zip(_random_logits(rng), _random_logits(rng)):
             real, fake = real.requires_grad_(True), fake.requires_grad_(True)
-            what = f"d_loss of real logits {tuple(real.shape)} and fake logits {tuple(fake.shape)}"
+            what = {"en": f"d_loss of real logits {tuple(real.shape)} and fake logits {tuple(fake.shape)}",
+                    "zh": f"d_loss 在真实 logits 形状为 {tuple(real.shape)}、生成 logits 形状为 {tuple(fake.shape)} 时"}
             got = d_loss(real, fake)
             _scalar_loss(got, what)
             expect(got, (F.softplus(-real).mean() + F.softplus(fake).mean()).detach(), what, rtol=1e-5, atol=1e-6)
@@ -78,7 +80,8 @@ def g_loss(fake_logits):
         rng = random.Random()
         for fake in _random_logits(rng):
             fake = fake.requires_grad_(True)
-            what = f"g_loss of fake logits {tuple(fake.shape)}"
+            what = {"en": f"g_loss of fake logits {tuple(fake.shape)}",
+                    "zh": f"g_loss 在生成 logits 形状为 {tuple(fake.shape)} 时"}
             got = g_loss(fake)
             _scalar_loss(got, what)
             expect(got, F.softplus(-fake).mean().detach(), what, rtol=1e-5, atol=1e-6)

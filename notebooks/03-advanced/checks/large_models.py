@@ -185,9 +185,10 @@ def bytes_per_rank(shapes, world_size, strategy):
             for strategy in ("ddp", "fsdp"):
                 expected = 16 * _rank0_numel(case_shapes, world, strategy)
                 got = bytes_per_rank([tuple(s) for s in case_shapes], world, strategy)
-                what = f"bytes_per_rank({len(case_shapes)} shapes, world_size={world}, {strategy!r})"
+                what = {"en": f"bytes_per_rank({len(case_shapes)} shapes, world_size={world}, {strategy!r})",
+                        "zh": f"bytes_per_rank（{len(case_shapes)} 个形状，world_size={world}，{strategy!r}）"}
                 if isinstance(got, (int, float)) and got and math.isclose(got / expected, 0.5, rel_tol=1e-9):
-                    raise Incorrect({"en": f"{what} is half the expected bytes: did you count the gradient and both "
-                                           "of Adam's moment buffers beside the parameter?",
-                                     "zh": f"{what} 只有应有字节数的一半：除了参数本身，梯度和 Adam 的两个矩估计缓冲区都算上了吗？"})
+                    raise Incorrect({"en": f"{what['en']} is half the expected bytes: did you count the gradient and "
+                                           "both of Adam's moment buffers beside the parameter?",
+                                     "zh": f"{what['zh']} 只有应有字节数的一半：除了参数本身，梯度和 Adam 的两个矩估计缓冲区都算上了吗？"})
                 expect(got, expected, what)

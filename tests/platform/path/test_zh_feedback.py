@@ -141,3 +141,23 @@ def test_a_language_is_taken_in_any_spelling_and_an_unknown_one_is_refused_by_na
     for call in (lambda: compare(1, 2, lang="fr"), lambda: missing_message("x", Path("x.pt"), None, lang="fr")):
         with pytest.raises(ValueError, match=r"Expected `lang` to be one of en, zh. Received: lang='fr'"):
             call()
+
+
+WRONG_ANSWERS = {  # lesson, exercise, a wrong answer, a piece of its Chinese label, English words it must not show
+    "soft_cross_entropy": ("distillation", lambda s, t, T: (s - t).abs().mean(), "soft_cross_entropy 作用于 [",
+                           "logits with"),
+    "d_loss": ("gan_digits", lambda real, fake: real.mean() + fake.mean(), "d_loss 在真实 logits 形状为",
+               "fake logits"),
+    "g_loss": ("gan_digits", lambda fake: fake.mean(), "g_loss 在生成 logits 形状为", "of fake logits"),
+    "effective_number_weights": ("transfer_learning_defects", lambda labels, k, beta: torch.arange(1.0, k + 1),
+                                 "各类样本数", "labels with counts"),
+    "bytes_per_rank": ("large_models", lambda shapes, world, strategy: 1, "个形状", "shapes,"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_ANSWERS))
+def test_the_course_checks_label_their_cases_in_chinese(zh, capsys, name):
+    lesson, answer, chinese, english = WRONG_ANSWERS[name]
+    assert getattr(Exercises(lesson), name).check(answer) is False
+    out = capsys.readouterr().out
+    assert chinese in out and english not in out, out

@@ -72,14 +72,13 @@ _CHECKOUT_KEY = pytest.StashKey[set]()
 def pytest_runtest_protocol(item, nextitem):
     """``SAMPAN_TEST_TIMELINE=<file>``: each test's worker, start and end go to that file as JSON lines, to see
     where a run's workers wait on one another (how the costliest-first order above was checked) and the CPU each
-    test spent."""
+    test spent (``tests/cpu_sampler.py`` adds the processes no test waits for)."""
     path = os.environ.get("SAMPAN_TEST_TIMELINE")
     if not path:
         return (yield)
     import json
-    import time
-
     import resource
+    import time
 
     def children() -> float:  # CPU seconds of the child processes waited for so far
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -1,0 +1,44 @@
+"""tests/cpu_sampler.py: the CPU of processes that no test waits for is charged to the test whose worker started
+them."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cpu_sampler import attribute
+
+SAMPLER = Path(__file__).with_name("cpu_sampler.py")
+
+
+def test_cpu_is_charged_to_the_test_its_workers_descendant_ran_in():
+    timeline = [{"worker": "gw0", "pid": 100, "test": "a.py::t1", "start": 0.0, "end": 10.0},
+                {"worker": "gw0", "pid": 100, "test": "a.py::t2", "start": 10.0, "end": 20.0},
+                {"worker": "gw1", "pid": 200, "test": "b.py::t3", "start": 0.0, "end": 30.0}]
+    samples = [{"t": 5.0, "pid": 101, "cpu": 1.5, "chain": [101, 100, 1], "cmd": "kernel"},  # gw0's kernel
+               {"t": 15.0, "pid": 102, "cpu": 2.0, "chain": [102, 101, 100, 1], "cmd": None},  # its grandchild
+               {"t": 25.0, "pid": 100, "cpu": 0.5, "chain": [100, 1], "cmd": None},  # gw0 after its last test
+               {"t": 25.0, "pid": 200, "cpu": 0.25, "chain": [200, 1], "cmd": None},
+               {"t": 25.0, "pid": 300, "cpu": 4.0, "chain": [300, 1], "cmd": "a daemon"}]
+    assert attribute(timeline, samples) == {"a.py::t1": 1.5, "a.py::t2": 2.0, "gw0:between-tests": 0.5,
+                                            "b.py::t3": 0.25, "other: a daemon": 4.0}
+
+
+def test_the_recorder_sees_a_busy_child_of_this_process(tmp_path):
+    out = tmp_path / "samples.jsonl"
+    recorder = subprocess.Popen([sys.executable, str(SAMPLER), "record", str(out)])
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 2.5\nwhile time.time() < end: pass"])
+    try:
+        busy.wait(60)
+        time.sleep(1.2)  # two more samples
+    finally:
+        recorder.kill()
+        recorder.wait(10)
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
+    mine = [r for r in rows if r["pid"] == busy.pid]
+    assert mine and all(r["chain"][:2] == [busy.pid, os.getpid()] for r in mine)
+    assert 0.5 < sum(r["cpu"] for r in mine) < 4.0  # it spun for 2.5 s, charged by the samples that saw it
+    assert "while time.time()" in next(r["cmd"] for r in mine if r["cmd"])

@@ -30,7 +30,8 @@ def test_cpu_is_charged_to_the_test_its_workers_descendant_ran_in():
 def test_the_recorder_sees_a_busy_child_of_this_process(tmp_path):
     out = tmp_path / "samples.jsonl"
     recorder = subprocess.Popen([sys.executable, str(SAMPLER), "record", str(out)])
-    busy = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 2.5\nwhile time.time() < end: pass"])
+    spin = "import time\nend = time.time() + 2.5\nwhile time.time() < end: pass"
+    busy = subprocess.Popen([sys.executable, "-c", spin])
     try:
         busy.wait(60)
         time.sleep(1.2)  # two more samples

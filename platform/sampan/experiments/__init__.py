@@ -12,9 +12,8 @@ Example:
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sampan.experiments.recorder import Recorder, disable, enable, flush, is_enabled, last_run_id, log_artifact
 from sampan.experiments.store import StoreError, client, search_runs, tracking_uri
 
 __all__ = [
@@ -34,8 +33,12 @@ __all__ = [
     "tracking_uri",
 ]
 
+# loaded on first use: the recorder imports the callbacks and torch, which reading the store (`sampan job list`,
+# the experiments dashboard's table) does not need
 _LAZY = {"sweep": "sampan.experiments.sweeps", "submit": "sampan.experiments.jobs",
-         "list_jobs": "sampan.experiments.jobs"}
+         "list_jobs": "sampan.experiments.jobs",
+         **dict.fromkeys(("Recorder", "disable", "enable", "flush", "is_enabled", "last_run_id", "log_artifact"),
+                         "sampan.experiments.recorder")}
 
 
 def __getattr__(name: str) -> Any:
@@ -44,3 +47,10 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sampan.experiments.jobs import list_jobs, submit
+    from sampan.experiments.recorder import (Recorder, disable, enable, flush, is_enabled, last_run_id,
+                                             log_artifact)
+    from sampan.experiments.sweeps import sweep

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import psutil
@@ -154,3 +156,14 @@ def test_job_folders_are_found_by_name_and_a_bad_one_is_skipped(fresh_store, dat
         assert main(["job", "logs", bad]) == 2
         assert f"Expected `job_id` to be a job id (or its start) of letters, digits and '-'. Received: " \
                f"job_id={bad!r}" in capsys.readouterr().err
+
+
+def test_listing_jobs_and_reading_the_store_import_no_torch():
+    """`sampan job list` / `logs` / `cancel` and a look at the store start in a fraction of a second: the recorder
+    (which imports the callbacks, and so torch) loads only when a fit or a recorder name needs it."""
+    code = ("import sys\nimport sampan.experiments as ex\nfrom sampan.experiments.jobs import list_jobs\n"
+            "list_jobs(); ex.tracking_uri()\nbefore = 'torch' in sys.modules\nex.is_enabled()\n"
+            "print(before, 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]  # no torch until a recorder name is used

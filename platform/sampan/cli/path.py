@@ -100,7 +100,8 @@ def _list(args) -> int:
         for lesson in stage.lessons:
             entry = progress.get(lesson.id, {})
             mark = {"passed": "✔", "failed": "✘"}.get(entry.get("status"), "·")
-            req = "  " + message("after", lang, lessons=", ".join(lesson.requires)) if lesson.requires else ""
+            after = message("list_sep", lang).join(lesson.requires)  # ids: what --lesson takes
+            req = "  " + message("after", lang, lessons=after) if lesson.requires else ""
             minutes = message("lesson_minutes", lang, minutes=lesson.minutes["full"])
             print(f"  {mark} {lesson.id:32s} {minutes}  {lesson.relative_notebook(path.root)}"
                   f"  {lesson_title(lesson, lang)}{req}")

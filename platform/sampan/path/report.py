@@ -25,7 +25,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col_metrics": "Metrics (expected range)", "col_notes": "Notes", "executed": "executed notebook",
         "expected": "expected", "in_cell": " in cell", "cell_source": "Cell source:", "traceback": "Traceback",
         "list_header": "{title}: {done}/{total} lessons done   (manifest {file})",
-        "no_lessons": "(no lessons yet)", "after": "after {lessons}",
+        "no_lessons": "(no lessons yet)", "after": "after {lessons}", "list_sep": ", ",
         # the Notes column: why a lesson failed, was skipped or did not run
         "error_in": "{ename} in {where}: {evalue}", "in_cell_n": "cell {cell} (counting from 0)", "a_cell": "a cell",
         "before_any_cell": "before any cell ran", "prerequisite_failed": "prerequisite {lessons} failed in this run",
@@ -56,7 +56,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col_metrics": "指标（期望范围）", "col_notes": "备注", "executed": "已执行的笔记本",
         "expected": "期望", "in_cell": "，出错单元格", "cell_source": "单元格代码：", "traceback": "错误回溯",
         "list_header": "{title}：已完成 {done}/{total} 节课   （路线文件 {file}）",
-        "no_lessons": "（课程即将上线）", "after": "先修：{lessons}",
+        "no_lessons": "（课程即将上线）", "after": "先修：{lessons}", "list_sep": "、",
         "error_in": "{where}出错：{ename}：{evalue}", "in_cell_n": "单元格 {cell}（从 0 开始编号）", "a_cell": "某个单元格",
         "before_any_cell": "在任何单元格运行之前", "prerequisite_failed": "先修课程 {lessons} 在本次运行中失败",
         "earlier_failed": "前面的课程失败了（加上 --keep-going 可继续运行其余课程）",

@@ -427,7 +427,7 @@ def _blocked_by(lesson: Lesson, path: LearningPath, failed: set[str], lang: str 
 
     deps = list(lesson.requires) + [p.id for a in lesson.needs if (p := path.producer_of(a))]
     bad = [d for d in dict.fromkeys(deps) if d in failed]
-    return message("prerequisite_failed", lang, lessons=", ".join(map(repr, bad))) if bad else ""
+    return message("prerequisite_failed", lang, lessons=message("list_sep", lang).join(map(repr, bad))) if bad else ""
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ import yaml
 
 import sampan.path
 from sampan.cli import main
+from sampan.utils.io import repo_root
 
 RECORD = ("from IPython.display import display\n"
           "display({'application/vnd.sampan.record+json': {'name': 'acc', 'value': 0.75 if QUICK else 0.2},"
@@ -131,3 +132,12 @@ def test_run_in_chinese_prints_chinese_status_and_report_line(planted, tmp_path,
     assert "✘ two" in out and "失败" in out and "报告：" in out
     assert "failed" not in out and "report:" not in out
     assert "本地模型库里没有制品 'w'" in out and "它由课程 'one'" in out
+
+
+def test_list_names_several_prerequisites_with_the_languages_list_separator(capsys):
+    manifest = str(repo_root() / "notebooks" / "path.yaml")
+    for lang, line in (("zh", "先修：datasets_and_transforms、training_craft"),
+                       ("en", "after datasets_and_transforms, training_craft")):
+        assert main(["path", "--manifest", manifest, "list", "--lang", lang]) == 0
+        out = capsys.readouterr().out
+        assert line in [x for x in out.splitlines() if "transfer_learning_defects" in x][0]

@@ -5,10 +5,11 @@ servers, browsers).
 every process's CPU twice a second while the suite runs and charges it to the test that the process's pytest-xdist
 worker (found through its parents) was running then::
 
-    python3 tests/cpu_sampler.py record /tmp/samples.jsonl &
-    SAMPAN_TEST_TIMELINE=/tmp/timeline.jsonl make test
+    out=$(mktemp -d)  # outside the checkout: a test run that adds files to it fails
+    python3 tests/cpu_sampler.py record "$out/samples.jsonl" &
+    SAMPAN_TEST_TIMELINE="$out/timeline.jsonl" make test
     kill %1
-    python3 tests/cpu_sampler.py report /tmp/timeline.jsonl /tmp/samples.jsonl
+    python3 tests/cpu_sampler.py report "$out/timeline.jsonl" "$out/samples.jsonl"
 
 Linux only (``/proc``); a process that lives less than a sample's interval may be missed. Twenty-eighth session:
 1,368 CPU-seconds sampled in a 12-minute run, a third of it the lessons (BENCHMARKS.md, "make test").

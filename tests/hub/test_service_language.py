@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import yaml
 
-from sampan.hub.service import course_titles, render_class, render_gallery, render_own, request_language
+from sampan.hub.service import course, render_class, render_gallery, render_own, request_language
 
 SUMMARY = {"learners": {"ada": {"environment_check": {"status": "done", "exercises_passed": 2},
                                 "first_model": {"status": "in progress", "exercises_passed": 0}}},
@@ -28,7 +28,7 @@ def test_the_class_page_in_chinese_with_lesson_titles(tmp_path):
     (tmp_path / "path.yaml").write_text(yaml.safe_dump({"stages": [{"id": "beginner", "lessons": [
         {"id": "environment_check", "notebook": "a.ipynb", "title": {"en": "Environment check", "zh": "环境检查"}},
         {"id": "first_model", "notebook": "b.ipynb", "title": "First model"}]}]}), encoding="utf-8")
-    titles = course_titles(tmp_path)
+    titles = course(tmp_path)[1]
     assert titles["zh"] == {"environment_check": "环境检查"}
     assert titles["en"] == {"environment_check": "Environment check", "first_model": "First model"}
     page = render_class(SUMMARY, ROSTER, {}, "zh", titles["zh"])

@@ -147,10 +147,11 @@ def test_a_learner_cannot_add_columns_to_the_teachers_page_with_made_up_lessons(
     columns (``lesson-1``, ``lesson-2``, ...) for the whole class. The columns are now the course's lessons, in the
     course's order (the hub passes the course folder; its path.yaml lists them), in the page, JSON and CSV."""
     from sampan.hub.config import HubSettings, services
-    from sampan.hub.service import COURSE_ENV, course_lessons, render_class
+    from sampan.hub.service import COURSE_ENV, render_class
+    from sampan.hub.service import course as read_course
 
     notebooks = Path(__file__).resolve().parents[2] / "notebooks"
-    course = course_lessons(notebooks)
+    course = read_course(notebooks)[0]
     assert course[:2] == ["environment_check", "tensors_and_autograd"] and len(course) >= 20
     store = ProgressStore(":memory:")
     store.add("alice", {"lesson": "tensors_and_autograd", "status": "passed"})
@@ -170,7 +171,7 @@ def test_a_learner_cannot_add_columns_to_the_teachers_page_with_made_up_lessons(
     broken = tmp_path / "course"
     shutil.copytree(notebooks, broken, ignore=shutil.ignore_patterns("*.ipynb", "figures"))
     (broken / "path.yaml").write_text("stages: [", encoding="utf-8")
-    assert course_lessons(broken) is None and course_lessons(tmp_path / "none") is None and course_lessons("") is None
+    assert read_course(broken) == read_course(tmp_path / "none") == read_course("") == (None, {})
 
 
 def test_an_exercise_name_a_learner_posts_shows_as_text_on_the_teachers_page():

@@ -32,15 +32,13 @@ from pathlib import Path
 from sampan.errors import bad_argument
 from sampan.hub.live import LIVE_SERVICE, LIVE_BOOT, LivePlan, live_plan, make_live_dir, reachable_by
 from sampan.hub.roster import by_role, read_roster
-from sampan.utils.imports import light_boot
 from sampan.utils.io import atomic_write_text
 from sampan.utils.net import free_port
 
 SERVICE = "progress"
-# The progress service needs only the standard library, tornado and JupyterHub, and JupyterHub gives a managed
-# service about ten seconds to answer: its command skips sampan/__init__ (light_boot), so that the service never
-# pays for what the package's own import may come to load (torch once did: seconds, ~0.5 GiB).
-SERVICE_BOOT = light_boot("from sampan.hub.service import main; main()")
+# The progress service needs only the standard library, tornado and JupyterHub (`import sampan` loads no torch), and
+# JupyterHub gives a managed service about ten seconds to answer.
+SERVICE_BOOT = "from sampan.hub.service import main; main()"
 CULLER = "idle-culler"
 CUSTOM_SCOPES = {
     "custom:progress:read": {"description": "Read every learner's progress on the teacher dashboard."},

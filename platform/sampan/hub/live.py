@@ -56,7 +56,6 @@ from pathlib import Path
 from typing import Literal
 
 from sampan.errors import bad_argument
-from sampan.utils.imports import light_boot
 
 LIVE_SERVICE = "live"
 MODES = ("auto", "on", "off")
@@ -71,11 +70,10 @@ CELL_TIMEOUT_MESSAGE = (f"This dashboard's code ran longer than {CELL_SECONDS} s
                         "may run, so the page stops here. Tell its publisher; the gallery's snapshot still opens.")
 CULL_SECONDS = 15
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # gallery._NAME: what `sampan publish` accepts
-# As for the progress service (config.SERVICE_BOOT): skip sampan/__init__, then run Voilà with the
-# arguments :func:`voila_arguments` prepared, as `python -m voila` would (with sampan.utils.notebooks.run_voila's
-# mend for a cell's lost reply).
-LIVE_BOOT = light_boot("from sampan.hub.live import prepare_process; from sampan.utils.notebooks import run_voila; "
-                       "run_voila(prepare_process())")
+# Runs Voilà with the arguments :func:`voila_arguments` prepared, as `python -m voila` would (with
+# sampan.utils.notebooks.run_voila's mend for a cell's lost reply); no torch in the server (its kernels import it).
+LIVE_BOOT = ("from sampan.hub.live import prepare_process; from sampan.utils.notebooks import run_voila; "
+             "run_voila(prepare_process())")
 
 
 @dataclass(frozen=True)

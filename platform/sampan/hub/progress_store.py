@@ -126,7 +126,7 @@ class ProgressStore:
     def class_summary(self, users: list[str], lessons: list[str] | None = None) -> dict[str, Any]:
         """Per learner and lesson, per lesson (completion, most-failed exercises), for the teacher's page.
 
-        ``lessons``: the course's lesson ids, in its order (:func:`sampan.hub.service.course_lessons`): the
+        ``lessons``: the course's lesson ids, in its order (:func:`sampan.hub.service.course`): the
         columns are those, and events on other ids are left out (a learner could post up to
         :data:`MAX_LESSONS_PER_USER` made-up ones); None: every lesson posted, sorted."""
         rows = self._rows()

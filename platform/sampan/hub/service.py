@@ -116,7 +116,7 @@ def _lesson(lesson: str, titles: dict[str, str] | None) -> str:
 def render_class(summary: dict[str, Any], roster: list[dict[str, Any]], last: dict[str, str], lang: str = "en",
                  titles: dict[str, str] | None = None) -> str:
     """The teacher's page as HTML (every value escaped), in ``lang``; ``titles``: ``{lesson id: title}`` in
-    ``lang`` (:func:`course_titles`), the id for a lesson without one."""
+    ``lang`` (:func:`course`), the id for a lesson without one."""
     t = WORDS[lang]
     lessons = list(summary["lessons"])
     head = "".join(f"<th>{_lesson(lesson, titles)}</th>" for lesson in lessons)
@@ -326,16 +326,6 @@ def course(course_dir: str | os.PathLike | None) -> tuple[list[str] | None, dict
     titles = {lang: {x.id: x.text("title", lang) for x in lessons if has_language(x.texts.get("title", x.title), lang)}
               for lang in WORDS}
     return [x.id for x in lessons], titles
-
-
-def course_lessons(course_dir: str | os.PathLike | None) -> list[str] | None:
-    """The lesson ids of :func:`course`, in the course's order; None without a readable manifest."""
-    return course(course_dir)[0]
-
-
-def course_titles(course_dir: str | os.PathLike | None) -> dict[str, dict[str, str]]:
-    """The titles of :func:`course`: ``{lang: {lesson id: title}}``; empty without a readable manifest."""
-    return course(course_dir)[1]
 
 
 def make_app(store_path: str | os.PathLike):

@@ -22,23 +22,6 @@ _OPTIONAL = {
 }
 
 
-def light_boot(code: str) -> str:
-    """``python -c`` code that runs ``code`` with Sampan's modules importable without running ``sampan/__init__``:
-    for servers that need none of the package (the hub's services, Voilà), so that what the package's own import
-    loads never reaches them (``import sampan`` no longer imports torch, which cost seconds and ~0.5 GiB).
-
-    Example:
-        >>> import subprocess, sys
-        >>> from sampan.utils.imports import light_boot
-        >>> subprocess.run([sys.executable, "-c", light_boot("import sampan.errors; print('torch' in sys.modules)")],
-        ...                capture_output=True, text=True).stdout.strip()
-        'False'
-    """
-    return ("import importlib.util, sys, types; pkg = types.ModuleType('sampan'); "
-            "pkg.__path__ = list(importlib.util.find_spec('sampan').submodule_search_locations); "
-            f"sys.modules['sampan'] = pkg; {code}")
-
-
 def require(name: str) -> ModuleType:
     """Imports an optional module or raises ``ImportError`` naming the pip package to install.
 

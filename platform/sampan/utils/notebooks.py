@@ -18,15 +18,15 @@ import sys
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from sampan.errors import SampanError, bad_argument
-from sampan.utils.imports import light_boot, require
+from sampan.utils.imports import require
 
 _log = logging.getLogger("sampan.notebooks")
 
 KERNEL_START_ATTEMPTS = 3
 T = TypeVar("T")
-# `python -c VOILA_BOOT ARGS...` runs `voila ARGS...` with guard_async_sends, without running sampan/__init__ in
-# the server (its kernels import what their notebooks need)
-VOILA_BOOT = light_boot("from sampan.utils.notebooks import run_voila; run_voila(sys.argv[1:])")
+# `python -c VOILA_BOOT ARGS...` runs `voila ARGS...` with guard_async_sends; the server loads no torch (its kernels
+# import what their notebooks need)
+VOILA_BOOT = "import sys; from sampan.utils.notebooks import run_voila; run_voila(sys.argv[1:])"
 
 
 class KernelNotFoundError(SampanError, LookupError):

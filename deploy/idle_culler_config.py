@@ -28,17 +28,8 @@ def _alive(pid, started):
 
 
 def _learner_files():
-    """sampan.hub.service's readers of a learner's files (no link followed, no FIFO, bounded), loaded without
-    sampan/__init__ and sampan/hub/__init__ (the first imports torch)."""
-    import importlib.util
-    import sys
-    import types
-
-    for name in ("sampan", "sampan.hub"):
-        if name not in sys.modules:
-            package = types.ModuleType(name)
-            package.__path__ = list(importlib.util.find_spec(name).submodule_search_locations)
-            sys.modules[name] = package
+    """sampan.hub.service's readers of a learner's files (no link followed, no FIFO, bounded); imported on first
+    use (sampan imports no torch, so this stays light in the culler's process)."""
     from sampan.hub.service import learner_folder, read_learner_file
 
     return learner_folder, read_learner_file

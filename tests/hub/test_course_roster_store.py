@@ -80,6 +80,27 @@ def test_a_course_source_that_is_not_a_folder_is_refused(tmp_path, capsys):
         sync_course(tmp_path / "notebookz", tmp_path / "home" / "course")
 
 
+def test_the_spawner_prepares_a_home_in_a_fresh_process_that_loads_no_torch(tmp_path):
+    """The spawner runs prepare_home in a new interpreter at every server start (as the learner account): it
+    imports sampan, which must not pull in torch (seconds of CPU per start for a class of thirty)."""
+    import subprocess
+    import sys
+
+    from sampan.hub.spawner import _PREPARE
+
+    course = tmp_path / "course"
+    (course / "lessons").mkdir(parents=True)
+    (course / "lessons" / "a.ipynb").write_text("{}")
+    home = tmp_path / "home"
+    home.mkdir()
+    code = _PREPARE + "assert not {'torch', 'numpy'} & set(sys.modules), sorted(sys.modules)\n"
+    done = subprocess.run([sys.executable, "-s", "-c", code, str(home), str(course), ""], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])[0] == ["lessons/a.ipynb"]
+    assert (home / "course" / "lessons" / "a.ipynb").read_text() == "{}"
+
+
 def test_a_roster_saved_by_a_spreadsheet_reads_and_a_duplicate_is_refused(tmp_path):
     bom = tmp_path / "bom.csv"  # Excel's "CSV UTF-8": a byte-order mark, CRLF, a header in capitals
     bom.write_bytes("Username,Role\r\nkim,teacher\r\nlee,student\r\n".encode("utf-8-sig"))

@@ -374,7 +374,8 @@ def _learners_as_nobody(base, tmp_path, monkeypatch) -> None:
     # this checkout's Python, and the checkout itself (a CI clone in a 0700 temporary folder), may be out of
     # the account's reach: the system Python runs a copy of the modules prepare_home needs
     source = Path(spawner_module.__file__).parents[1]
-    for rel in ("errors.py", "hub/__init__.py", "hub/course.py", "utils/io.py"):
+    for rel in ("__init__.py", "_version.py", "errors.py", "hub/__init__.py", "hub/course.py", "utils/__init__.py",
+                "utils/io.py", "utils/record.py"):
         (base / "code" / "sampan" / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / rel, base / "code" / "sampan" / rel)
     for path in [base / "code", *(base / "code").rglob("*")]:

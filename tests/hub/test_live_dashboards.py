@@ -313,9 +313,10 @@ def voila(tmp_path_factory):
     nbformat.write(nb, folder / "app.ipynb")
     _notebook(folder / "plain.ipynb", "import os\nprint('plain', os.environ.get('QUERY_STRING'), "
                                       "os.environ.get('VOILA_REQUEST_URL'))")
-    # a cell that never ends, deaf to the interrupt too
-    _notebook(folder / "runaway.ipynb", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                                        "print('started', flush=True)\nwhile True:\n    pass")
+    # a cell that never ends, deaf to the interrupt too (it sleeps in its loop: a busy one would take a core from
+    # the tests beside it for the ~25 s it lives, and the limits below do not depend on what the cell does)
+    _notebook(folder / "runaway.ipynb", "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                        "print('started', flush=True)\nwhile True:\n    time.sleep(0.1)")
     (root / "viewers.py").write_text(VIEWERS)
     # Voilà and its kernels print every thread's stack on SIGUSR1 (into the log): what a page that never came waits on
     (root / "sitecustomize.py").write_text("import faulthandler, signal\n"

@@ -59,7 +59,8 @@ def _assert_real_picture(file: Path) -> None:
         pixels = np.asarray(image.convert("RGB")).reshape(-1, 3)
     inked = float((pixels.min(axis=1) < 200).mean())
     assert 0.02 < inked < 0.6, f"{file.name}: {inked:.1%} of the picture is drawn (blank or a solid block?)"
-    colours = len(np.unique(pixels, axis=0))
+    packed = (pixels[:, 0].astype(np.uint32) << 16) | (pixels[:, 1].astype(np.uint32) << 8) | pixels[:, 2]
+    colours = len(np.unique(packed))  # one integer a colour: np.unique(pixels, axis=0) took ~1 s a picture
     assert colours > 50, f"{file.name} has only {colours} colours"
 
 

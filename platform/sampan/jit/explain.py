@@ -150,7 +150,11 @@ def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> Exp
 
     Args:
         layer: an ``nn.Module`` or a function.
-        *example_inputs: inputs to run it on.
+        *example_inputs: inputs to run it on. Left out for a layer converted with an ``input_spec``
+            (``to_static(net, input_spec=[...])``): random inputs of batch 2 built from that spec.
+
+    Raises:
+        TypeError: no inputs given, and the layer has no ``input_spec`` to build them from.
 
     Example:
         >>> import sampan
@@ -169,6 +173,8 @@ def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> Exp
     else:  # to_static(fn), to_static(net).forward, or net.forward with @to_static on the class's forward
         function = layer.__func__ if bound else layer
         original = function if isinstance(function, StaticFunction) else None
+    if not example_inputs and not example_kwargs:
+        example_inputs = _inputs_from_spec(layer, original)
     # the Python forward, not the compiled wrapper: eager_forward takes to_static(layer) or @to_static off a module
     with eager_forward(layer) if module else contextlib.nullcontext():
         target = layer if module or original is None else original.original
@@ -182,6 +188,21 @@ def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> Exp
     return ExplainReport(graph_count=int(result.graph_count), breaks=_breaks_from(list(result.break_reasons)),
                          op_count=int(result.op_count), choices=choices,
                          training_passes=list(getattr(original, "training_passes", [])))
+
+
+def _inputs_from_spec(layer: Callable, static: Any) -> tuple:
+    """Random inputs (batch 2) from the ``input_spec`` that ``to_static`` was given, for ``explain(net)``."""
+    from sampan.errors import bad_argument
+    from sampan.spec import example_inputs
+
+    specs = getattr(static, "input_spec", None)
+    if not specs:
+        name = getattr(layer, "__qualname__", None) or type(layer).__name__
+        raise TypeError(bad_argument(
+            "example_inputs", "nothing", f"the inputs to run {name} on (it has no input_spec to build them from)",
+            "pass them after the layer, e.g. sampan.jit.explain(net, torch.randn(2, 1, 28, 28)), or convert it "
+            "with sampan.jit.to_static(net, input_spec=[sampan.InputSpec([None, 1, 28, 28])]) first"))
+    return example_inputs(list(specs), batch=2)
 
 
 def _shapes(key: tuple) -> str:

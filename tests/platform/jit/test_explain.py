@@ -67,3 +67,19 @@ def test_explain_a_decorated_forward_given_as_the_bound_method():
     for forward in (net.forward, sampan.jit.to_static(nn.Linear(4, 3), backend="eager").forward):
         report = sampan.jit.explain(forward, torch.randn(2, 4))
         assert report.ok and report.graph_count == 1 and report.op_count >= 1
+
+
+def test_explain_without_inputs_builds_them_from_the_input_spec_or_says_what_to_pass():
+    """``explain(net)`` is the natural first try: a layer converted with an ``input_spec`` is run on random inputs
+    of that spec; without one the error names the missing argument and both fixes (it was dynamo's
+    "forward() missing 1 required positional argument")."""
+    import pytest
+
+    net = sampan.jit.to_static(DataDependent(), input_spec=[sampan.InputSpec([None, 4])], backend="aot_eager")
+    report = sampan.jit.explain(net)
+    assert report.graph_break_count == 1 and "jit_helpers.py" in str(report)
+    with pytest.raises(TypeError, match=r"Expected `example_inputs` to be the inputs to run DataDependent on "
+                                        r"\(it has no input_spec.*HINT: pass them after the layer.*input_spec="):
+        sampan.jit.explain(DataDependent())
+    with pytest.raises(TypeError, match=r"the inputs to run _Item on"):
+        sampan.jit.explain(sampan.jit.to_static(_Item(), backend="aot_eager"))

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from sampan.errors import UnsafeFileError, bad_argument
 from sampan.path.manifest import LearningPath, Lesson, Stage, load_path
-from sampan.path.report import relative_href
+from sampan.path.report import MESSAGES, relative_href
 
 MARKER = ".sampan-site"           # in every built site: only such a folder is ever replaced
 CSS = "_static/sampan-site.css"
@@ -41,28 +41,27 @@ DROPPED_TAGS = ("injected-parameters", "sampan-nav")   # the run's parameters; t
 ASSETS = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"}
 
 WORDS: dict[str, dict[str, str]] = {
-    "en": {"html_lang": "en", "course": "{title}: the course, executed", "all": "All lessons",
+    "en": {"course": "{title}: the course, executed", "all": "All lessons",
            "previous": "Previous", "next": "Next",
            "lesson_of": "{stage} · lesson {n} of {total} · outputs of a {mode} run",
            "solution": "Reference solution (open it after trying your own)",
            "intro": "Every lesson below was executed by <code>sampan path run</code> in {mode} ({run}); the pages "
                     "show that run's outputs. Run a lesson yourself in JupyterLab (<code>sampan lab</code>) to "
                     "change it.",
-           "quick": "quick mode", "full": "full mode",
-           "passed": "passed", "failed": "failed", "skipped": "skipped", "not_run": "not run",
            "no_page": "not executed in this run", "failed_banner": "This lesson failed in this run: {reason}",
            "minutes": "{m:g} min", "built": "Built by <code>sampan path site</code> from the run {run}."},
-    "zh": {"html_lang": "zh-CN", "course": "{title}：已执行的课程", "all": "全部课程",
+    "zh": {"course": "{title}：已执行的课程", "all": "全部课程",
            "previous": "上一课", "next": "下一课",
            "lesson_of": "{stage} · 第 {n} 课，共 {total} 课 · {mode}运行的输出",
            "solution": "参考答案（请先自己尝试，再展开）",
            "intro": "下面每一课都由 <code>sampan path run</code> 以{mode}执行（{run}），页面展示的是这次运行的输出。"
                     "要修改并自己运行，请在 JupyterLab 中打开（<code>sampan lab</code>）。",
-           "quick": "快速模式", "full": "完整模式",
-           "passed": "通过", "failed": "失败", "skipped": "跳过", "not_run": "未运行",
            "no_page": "本次运行未执行", "failed_banner": "本课在这次运行中失败：{reason}",
            "minutes": "{m:g} 分钟", "built": "由 <code>sampan path site</code> 根据运行 {run} 生成。"},
 }
+# the words the site shares with the run's report (its language tag, the modes, the statuses): one spelling of each
+WORDS = {lang: {**{k: MESSAGES[lang][k] for k in ("html_lang", "quick", "full", "passed", "failed", "skipped",
+                                                  "not_run")}, **own} for lang, own in WORDS.items()}
 
 # Markup a lesson or an output may keep once sanitised (bleach); everything else is escaped, never executed.
 _TAGS = {"a", "abbr", "b", "blockquote", "br", "caption", "code", "col", "colgroup", "dd", "del", "details", "div",

@@ -69,6 +69,9 @@ class ResourceSampler:
         self._samples: collections.deque[dict] = collections.deque(maxlen=max_samples)
         self._listeners: list[Callable[[dict], None]] = []
         self._lock = threading.Lock()
+        # one sample at a time, in time order: the fit's end samples in the training thread while the sampler's
+        # thread may be sampling (a listener that samples again, such as a leak warning, may re-enter)
+        self._sampling = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = time.monotonic()
@@ -112,18 +115,21 @@ class ResourceSampler:
 
     # -------------------------------------------------------------- sampling
     def sample_now(self) -> dict:
-        """Takes one sample in the calling thread, stores it and tells the listeners."""
-        gpus = self._gpu.read() if self._gpu is not None else []
-        row = _flatten(round(time.monotonic() - self._t0, 4), self.step, self._host.read(), gpus)
-        with self._lock:
-            self._samples.append(row)
-        for fn in list(self._listeners):
-            try:
-                fn(row)
-            except Exception:  # a broken view must not kill sampling; say so once per listener
-                if id(fn) not in self._failed_listeners:
-                    self._failed_listeners.add(id(fn))
-                    _log.exception("A ResourceSampler listener failed; it stays registered.")
+        """Takes one sample in the calling thread (after any sample another thread is taking), stores it and
+        tells the listeners; its time is when its figures were read."""
+        with self._sampling:
+            gpus = self._gpu.read() if self._gpu is not None else []
+            host = self._host.read()
+            row = _flatten(round(time.monotonic() - self._t0, 4), self.step, host, gpus)
+            with self._lock:
+                self._samples.append(row)
+            for fn in list(self._listeners):
+                try:
+                    fn(row)
+                except Exception:  # a broken view must not kill sampling; say so once per listener
+                    if id(fn) not in self._failed_listeners:
+                        self._failed_listeners.add(id(fn))
+                        _log.exception("A ResourceSampler listener failed; it stays registered.")
         return row
 
     def start(self) -> "ResourceSampler":

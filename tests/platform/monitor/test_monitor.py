@@ -79,6 +79,48 @@ def test_listener_failure_does_not_stop_sampling(caplog):
     assert sum("listener failed" in r.message for r in caplog.records) == 1
 
 
+def test_cpu_percent_read_again_at_once_repeats_the_last_reading_not_a_tick_over_a_millisecond():
+    """psutil's CPU percent is "since the previous call", counted in clock ticks (10 ms): two reads a millisecond
+    apart (the sampler thread, then the fit's end) showed "process 984%" on a 2-core machine, or 0%."""
+    import os
+
+    from sampan.utils.host import host_figures
+
+    host_figures()  # a process's very first reading is always 0.0
+    end = time.process_time() + 0.3
+    while time.process_time() < end:  # busy: 0.3 CPU-s used, however long that takes on a loaded machine
+        pass
+    first = host_figures()
+    again = host_figures()
+    assert again["proc_cpu"] == first["proc_cpu"] and again["cpu"] == first["cpu"]
+    assert 0 < first["proc_cpu"] <= 100 * os.cpu_count() and 0 <= first["cpu"] <= 100
+
+
+def test_two_threads_sampling_at_once_keep_the_samples_and_the_listeners_in_time_order(monkeypatch):
+    """The fit's end samples in the training thread while the sampler thread may be sampling: a sample stamped
+    before a slow read and delivered after a later one made the widget's chart take it for a restarted clock
+    and drop its whole history (one point left)."""
+    sampler = ResourceSampler(interval=60, gpu=False)
+    read, calls = sampler._host.read, []
+
+    def slow_first_read():
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(0.3)  # a read held up under load
+        return read()
+
+    monkeypatch.setattr(sampler._host, "read", slow_first_read)
+    seen = []
+    sampler.add_listener(lambda row: seen.append(row["time"]))
+    slow = threading.Thread(target=sampler.sample_now)
+    slow.start()
+    time.sleep(0.05)
+    sampler.sample_now()  # later, and fast
+    slow.join()
+    times = [s["time"] for s in sampler.samples]
+    assert len(times) == 2 and times == sorted(times) and seen == times
+
+
 def test_no_gpu_path_says_it_once(monkeypatch, caplog):
     import pynvml
 

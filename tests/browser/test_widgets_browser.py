@@ -1,4 +1,6 @@
 """LiveCurves and ResourceMonitor in a real browser: a Voilà page during a short fit, and JupyterLab."""
+import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -81,6 +83,13 @@ def test_voila_page_shows_values_that_change_during_a_fit(start_voila, page, tmp
     assert page.locator(".sampan-live-curves svg polyline").count() >= 2
     assert "process RSS" in page.locator(".sampan-resource-monitor").inner_text()
     page.wait_for_timeout(600)
+    # the figures after the fit's end, which samples beside the sampler's thread: a CPU percent a process can
+    # reach (it read "process 984%" on 2 cores), and the memory chart's whole history (a late sample cleared it)
+    shown = page.locator(".sampan-resource-monitor").inner_text()
+    process_cpu = re.search(r"process (\d+)%", shown)
+    assert process_cpu and int(process_cpu.group(1)) <= 100 * os.cpu_count(), shown
+    memory = page.locator(".sampan-resource-monitor svg polyline").first.get_attribute("points")
+    assert len(memory.split()) >= 8, memory  # x y pairs: 4 points at least (a sample each 0.25 s, a 4 s fit)
     shot = tmp_path / "voila.png"
     page.screenshot(path=str(shot), full_page=True)
     (REPO / "docs" / "images").mkdir(parents=True, exist_ok=True)

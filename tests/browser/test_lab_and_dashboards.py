@@ -13,9 +13,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import nbformat
 import pytest
-import yaml
+from path_runs import planted_runs
 from servers import stop, wait_until
 
 from sampan.utils.net import free_port
@@ -141,31 +140,8 @@ def test_training_monitor_trains_and_draws_curves(env, page, tmp_path):
         stop(proc)
 
 
-def _two_runs(root: Path) -> Path:
-    """A real `sampan.path.run` over two planted lessons (one fails), twice: two run folders."""
-    import sampan.path
-
-    rec = ("from IPython.display import display\n"
-           "display({'application/vnd.sampan.record+json': {'name': 'acc', 'value': 0.93}, 'text/plain': ''}, raw=True)")
-    for rel, src in [("01-beginner/warm_up.ipynb", rec), ("01-beginner/broken.ipynb", "x = 1\nraise ValueError('planted')")]:
-        nb = nbformat.v4.new_notebook()
-        nb.metadata["kernelspec"] = {"name": "sampan", "display_name": "Sampan (Python 3)", "language": "python"}
-        nb.cells = [nbformat.v4.new_code_cell("QUICK = False", metadata={"tags": ["parameters"]}),
-                    nbformat.v4.new_code_cell(src)]
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, root / rel)
-    manifest = root / "path.yaml"
-    manifest.write_text(yaml.safe_dump({"stages": [{"id": "beginner", "lessons": [
-        {"id": "warm_up", "notebook": "01-beginner/warm_up.ipynb", "metrics": {"acc": {"quick": [0.9, 1.0]}}},
-        {"id": "broken", "notebook": "01-beginner/broken.ipynb"}]}]}))
-    runs = root / "runs"
-    sampan.path.run(quick=True, keep_going=True, manifest=manifest, output_dir=runs, progress=False)
-    sampan.path.run(lesson="warm_up", quick=True, manifest=manifest, output_dir=runs, progress=False)
-    return runs
-
-
 def test_path_report_browser_switches_runs(env, page, tmp_path):
-    runs = _two_runs(tmp_path / "course")
+    runs = planted_runs(tmp_path / "course")
     older, newer = sorted(p.name for p in runs.iterdir())
     env = dict(env, SAMPAN_RUNS_DIR=str(runs))
     proc, url = _serve("path_report", env, tmp_path)

@@ -67,11 +67,16 @@ def test_lab_in_chinese_shows_chinese_menus_and_the_chinese_lesson(zh_lab, page)
 
 
 def test_a_dashboard_in_chinese_in_voila(server_env, page, tmp_path):
+    """The path report dashboard with ``--lang zh`` over a real Chinese run (one lesson passed, one failed): its
+    labels, the lessons' titles, the statuses and the failure in Chinese; the picture of README.zh-CN.md."""
     import socket
 
+    from path_runs import planted_runs
+
+    runs = planted_runs(tmp_path / "course", lang="zh", twice=False)
     token, port = uuid.uuid4().hex, free_port()
     env = dict(server_env, SAMPAN_DASHBOARD_TOKEN=token, SAMPAN_DATA=str(tmp_path / "data"), OMP_NUM_THREADS="1",
-               SAMPAN_RUNS_DIR=str(tmp_path / "runs"))
+               SAMPAN_RUNS_DIR=str(runs))
     log = tmp_path / "voila.log"
     proc = subprocess.Popen([sys.executable, "-m", "sampan", "dashboard", "path_report", "--port", str(port),
                              "--lang", "zh"], stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=str(REPO))
@@ -91,8 +96,13 @@ def test_a_dashboard_in_chinese_in_voila(server_env, page, tmp_path):
         page.get_by_text("只看失败的课程").wait_for(timeout=WAIT)  # the widgets' labels are Chinese too
         page.get_by_text("你的进度").first.wait_for(timeout=WAIT)
         assert page.get_by_text("Only failed lessons").count() == 0
-        # the title and the widgets; below them the page names this test's tmp folder
-        page.screenshot(path=str(REPO / "docs" / "images" / "dashboard-zh.png"),
-                        clip={"x": 0, "y": 0, "width": 1280, "height": 235})
+        report = page.locator(".sampan-report")
+        report.locator("#failure-broken").wait_for(timeout=WAIT)
+        text = report.inner_text()
+        for words in ("1 通过", "1 失败", "热身", "出错的一课", "入门", "ValueError", "planted"):
+            assert words in text, text
+        assert "passed" not in text and "Warm up" not in text, text
+        assert report.locator("#failure-broken h2").inner_text().startswith("出错的一课 失败")  # its title, not its id
+        page.screenshot(path=str(REPO / "docs" / "images" / "dashboard-zh.png"), full_page=True)
     finally:
         stop(proc)

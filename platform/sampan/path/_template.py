@@ -40,9 +40,9 @@ REPORT_HTML = """<!DOCTYPE html>
   <tbody>
   {% for l in r.lessons %}
   <tr data-lesson="{{ l.lesson }}" data-status="{{ l.status }}">
-    <td>{{ l.stage }}</td>
+    <td>{{ l.get("stage_title") or l.stage }}</td>
     <td><strong>{{ l.title }}</strong><br><code>{{ l.notebook }}</code>
-      {% if not links and l.output %}<br>{{ t.executed }}: <code class="output">{{ l.output }}</code>{% elif l.output | relative_link %}<br><a href="{{ l.output | relative_link }}">{{ t.executed }}</a>{% endif %}</td>
+      {% if not links and l.output %}<br>{{ t.executed }}{{ t.colon }}<code class="output">{{ l.output }}</code>{% elif l.output | relative_link %}<br><a href="{{ l.output | relative_link }}">{{ t.executed }}</a>{% endif %}</td>
     <td><span class="status {{ l.status }}">{{ t[l.status] }}</span></td>
     <td>{% if l.duration_s %}{{ "%.1f"|format(l.duration_s) }} s{% else %}&mdash;{% endif %}</td>
     <td>{% for m in l.metrics %}
@@ -56,7 +56,7 @@ REPORT_HTML = """<!DOCTYPE html>
 </table>
 {% for l in r.lessons if l.error %}
 <section class="failure" id="failure-{{ l.lesson }}">
-  <h2>{{ l.lesson }} {{ t.failed }}{% if l.error.cell_index is not none %}{{ t.in_cell }} {{ l.error.cell_index }}{% endif %}{% if l.error.execution_count %} (In [{{ l.error.execution_count }}]){% endif %}</h2>
+  <h2>{{ l.title or l.lesson }} {{ t.failed }}{% if l.error.cell_index is not none %}{{ t.in_cell }} {{ l.error.cell_index }}{% endif %}{% if l.error.execution_count %} (In [{{ l.error.execution_count }}]){% endif %}</h2>
   <p><strong>{{ l.error.ename }}</strong>: {{ l.error.evalue }}</p>
   {% if l.error.source %}<p>{{ t.cell_source }}</p><pre>{{ l.error.source }}</pre>{% endif %}
   {% if l.error.traceback %}<details><summary>{{ t.traceback }}</summary><pre>{{ l.error.traceback }}</pre></details>{% endif %}

@@ -19,7 +19,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "en": {
         "html_lang": "en", "title": "Sampan learning-path report", "heading": "Learning-path report",
         "quick": "quick mode", "full": "full mode", "run_folder": "Run folder", "started": "started",
-        "finished": "finished", "comma": ", ", "stop": ".", "parameters": "Parameters:",
+        "finished": "finished", "comma": ", ", "colon": ": ", "stop": ".", "parameters": "Parameters:",
         "passed": "passed", "failed": "failed", "skipped": "skipped", "not_run": "not run",
         "col_stage": "Stage", "col_lesson": "Lesson", "col_status": "Status", "col_duration": "Duration",
         "col_metrics": "Metrics (expected range)", "col_notes": "Notes", "executed": "executed notebook",
@@ -50,7 +50,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "zh": {
         "html_lang": "zh-CN", "title": "Sampan 学习路线报告", "heading": "学习路线报告",
         "quick": "快速模式", "full": "完整模式", "run_folder": "运行目录", "started": "开始于",
-        "finished": "结束于", "comma": "，", "stop": "。", "parameters": "参数：",
+        "finished": "结束于", "comma": "，", "colon": "：", "stop": "。", "parameters": "参数：",
         "passed": "通过", "failed": "失败", "skipped": "跳过", "not_run": "未运行",
         "col_stage": "阶段", "col_lesson": "课程", "col_status": "状态", "col_duration": "用时",
         "col_metrics": "指标（期望范围）", "col_notes": "备注", "executed": "已执行的笔记本",

@@ -69,6 +69,7 @@ class LessonResult:
     records: dict[str, Any] = field(default_factory=dict)
     error: dict[str, Any] | None = None
     reason: str = ""
+    stage_title: str = ""              # the stage's title in the run's language ("" in reports made before it)
 
 
 @dataclass
@@ -197,8 +198,8 @@ def run(*, stage: str | None = None, lesson: str | list[str] | None = None, quic
     params = {"QUICK": bool(quick), "DATA_DIR": str(data_dir), "SEED": int(path.seed if seed is None else seed)}
     report = RunReport(run_dir=new_run_dir(output_dir), mode=mode, started=_now(), parameters=params,
                        manifest=str(path.file), language=lang)
-    report.lessons = [LessonResult(x.id, x.stage, x.text("title", lang), x.relative_notebook(path.root))
-                      for x in lessons]
+    report.lessons = [LessonResult(x.id, x.stage, x.text("title", lang), x.relative_notebook(path.root),
+                                   stage_title=path.stage(x.stage).text("title", lang)) for x in lessons]
     lessons = [_in_language(x, lang, report.run_dir, path) for x in lessons]
     from sampan.path.report import message, write_report
 

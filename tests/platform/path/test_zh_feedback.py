@@ -161,3 +161,24 @@ def test_the_course_checks_label_their_cases_in_chinese(zh, capsys, name):
     assert getattr(Exercises(lesson), name).check(answer) is False
     out = capsys.readouterr().out
     assert chinese in out and english not in out, out
+
+
+def test_a_chinese_report_names_the_stage_and_the_failed_lesson_by_their_chinese_titles(tmp_path):
+    """The report's Stage column showed the stage's id ("beginner") and a failure's heading the lesson's id
+    ("broken 失败") in a Chinese report; a report.json written before stage titles were kept still renders."""
+    from sampan.path.report import render_html
+    from sampan.path.runner import LessonResult, RunReport
+
+    report = RunReport(run_dir=tmp_path, mode="quick", started="2026-12-06T00:00:00+00:00", language="zh")
+    report.lessons = [LessonResult("broken", "beginner", "出错的一课", "b.ipynb", status="failed", stage_title="入门",
+                                   error={"cell_index": 1, "execution_count": 3, "source": "raise ValueError('x')",
+                                          "ename": "ValueError", "evalue": "x", "traceback": ""})]
+    report.lessons.append(LessonResult("warm_up", "beginner", "热身", "w.ipynb", status="passed", stage_title="入门",
+                                       output="beginner/w.ipynb"))
+    data = report.to_dict()
+    page = render_html(data)
+    assert '已执行的笔记本：<code class="output">beginner/w.ipynb</code>' in render_html(data, links=False)
+    assert "<td>入门</td>" in page and "<h2>出错的一课 失败，出错单元格 1 (In [3])</h2>" in page
+    assert "<td>beginner</td>" not in page
+    del data["lessons"][0]["stage_title"]
+    assert "<td>beginner</td>" in render_html(data)

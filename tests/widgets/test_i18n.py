@@ -52,3 +52,18 @@ def test_the_profiler_views_export_messages_have_chinese(monkeypatch):
     monkeypatch.setenv("SAMPAN_LANG", "zh")
     for message in (profiler_view._REFUSED, profiler_view._EXISTS):
         assert tr(message) != message and "{value}" in tr(message)
+
+
+def test_the_monitors_note_under_its_table_is_chinese(monkeypatch):
+    """The training monitor in Chinese ended with "No NVIDIA GPU found: showing the host only." in English."""
+    from sampan.monitor._readers import GpuReader
+    from sampan_widgets import ResourceMonitor
+    from sampan_widgets.resource_monitor import status_html
+
+    monkeypatch.setenv("SAMPAN_LANG", "zh")
+    monitor = ResourceMonitor(gpu=False)
+    monitor._on_sample(monitor.sampler.sample_now())
+    assert "GPU 采样已关闭（gpu=False）。" in monitor._status.value and "sampling is off" not in monitor._status.value
+    note = GpuReader(use_nvml=False).note  # None on a machine with a CUDA GPU, which has nothing to explain
+    row = monitor.sampler.latest
+    assert note is None or "没有找到 NVIDIA GPU：只显示主机的数据。" in status_html(row, note=note)

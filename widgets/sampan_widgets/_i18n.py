@@ -62,6 +62,9 @@ _ZH = {
     "<i>no sample yet</i>": "<i>还没有采样</i>", "host": "主机", "process": "进程", "process RSS": "进程常驻内存（RSS）",
     "system memory": "系统内存", "device": "设备", "util": "利用率", "allocated": "已分配", "reserved": "已预留",
     "peak": "峰值",
+    # the sampler's notes (sampan.monitor), shown under the table
+    "No NVIDIA GPU found: showing the host only.": "没有找到 NVIDIA GPU：只显示主机的数据。",
+    "GPU sampling is off (gpu=False).": "GPU 采样已关闭（gpu=False）。",
     # views
     "◀ previous": "◀ 上一页", "next ▶": "下一页 ▶", "normalize rows": "按行归一化",
     "accuracy <b>{accuracy:.2%}</b> on {count} samples": "在 {count} 个样本上的准确率为 <b>{accuracy:.2%}</b>",

@@ -52,7 +52,7 @@ def status_html(row: dict | None, *, note: str | None = None, warning: str | Non
     step = f" · {tr('step')} {row['step']}" if row.get("step") is not None else ""
     lines.append(f'<div class="sampan-res-time">t = {row["time"]:.1f} s{step}</div>')
     if note:
-        lines.append(f'<div class="sampan-res-note" style="color:#666">{html.escape(note)}</div>')
+        lines.append(f'<div class="sampan-res-note" style="color:#666">{html.escape(tr(note))}</div>')
     if warning:
         lines.append(f'<div class="sampan-res-leak" style="color:#b00">⚠ {html.escape(warning)}</div>')
     return "".join(lines)

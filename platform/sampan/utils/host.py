@@ -17,8 +17,9 @@ import psutil
 
 # A CPU percent is CPU time over wall time since the previous reading, and the kernel counts CPU time in clock ticks
 # (10 ms): over a millisecond (the monitor's thread, then the fit's end, reading one after the other) a process
-# read 0 % or 984 % on 2 cores. A reading sooner than this after the last one repeats it.
-MIN_CPU_INTERVAL = 0.2
+# read 0 % or 984 % on 2 cores. A reading sooner than this after the last one repeats it; over 50 ms a tick is 20
+# points at most, and a fit of a tenth of a second still gets a reading of its own.
+MIN_CPU_INTERVAL = 0.05
 
 _processes: dict[int, psutil.Process] = {}
 _last_cpu: dict[int, tuple[float, float, float]] = {}  # pid -> (monotonic time, system %, process %) last read

@@ -22,7 +22,14 @@ def test_the_experiments_dashboard_headline_follows_refresh(recorder, monkeypatc
     client.set_terminated(run.info.run_id)
     view._refresh_button.click()
     assert len(view.runs) == 1 and " 1 runs loaded" in headline.value and "No runs yet" not in headline.value
+    assert "store: <code>" in headline.value
     view.close()
+    monkeypatch.setenv("SAMPAN_EXPERIMENT", f"headline-{uuid.uuid4().hex[:8]}")
+    monkeypatch.setenv("SAMPAN_LANG", "zh")  # the Chinese page: its words and its full-width colon
+    ns = run_dashboard("experiments")
+    text = ns["store"].value
+    assert "记录库：<code>" in text and " 0 次运行已加载" in text and "还没有运行记录" in text, text
+    ns["view"].close()
 
 
 

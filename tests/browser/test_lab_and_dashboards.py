@@ -110,6 +110,9 @@ def test_digit_playground_classifies_a_drawn_zero(env, page, tmp_path):
         page.goto(url, timeout=WAIT)
         page.locator(".sampan-canvas").wait_for(timeout=WAIT)
         assert "def classify" not in page.content()  # sources are stripped
+        # the buttons are as wide as their labels (at ipywidgets' default width the Chinese one was cut: 154 px of
+        # label in 148)
+        assert page.locator("button.sampan-sample").evaluate("b => b.scrollWidth <= b.clientWidth")
         for r, c in zip(*zero.nonzero()):
             page.locator(f".pixel-{r}-{c}").click()
         page.locator(".sampan-prediction .digit", has_text="0").wait_for(timeout=WAIT)  # a ceiling: one kernel call per click

@@ -123,6 +123,6 @@ def best_lr(sweep_name):
         if isinstance(got, bool) or not isinstance(got, (int, float)):
             raise Incorrect({"en": f"{what['en']} must return the learning rate as a float, got {type(got).__name__}"
                                    f" {got!r}",
-                             "zh": f"{what['zh']} 必须以浮点数返回学习率，得到的是 {type(got).__name__} {got!r}"})
+                             "zh": f"{what['zh']}必须以浮点数返回学习率，得到的是 {type(got).__name__} {got!r}"})
         if not any(abs(got - lr) <= 1e-6 * abs(lr) for lr in choices):
             expect(got, choices[0], what, rtol=1e-6)

@@ -52,7 +52,7 @@ def effective_number_weights(labels, num_classes, beta):
                     "zh": f"effective_number_weights（各类样本数 {counts}，{k} 类，beta={beta}）"}
             if not isinstance(got, torch.Tensor) or not got.is_floating_point() or tuple(got.shape) != (k,):
                 raise Incorrect({"en": f"{what['en']} must return a float tensor of shape ({k},), got {got!r:.80}",
-                                 "zh": f"{what['zh']} 必须返回形状为 ({k},) 的浮点张量，得到的是 {got!r:.80}"})
+                                 "zh": f"{what['zh']}必须返回形状为 ({k},) 的浮点张量，得到的是 {got!r:.80}"})
             if abs(got.double().mean().item() - 1) > 1e-4:
                 raise Incorrect({"en": f"{what['en']}: the weights average {got.double().mean().item():.4g}, not 1",
                                  "zh": f"{what['zh']}：权重的平均值是 {got.double().mean().item():.4g}，不是 1"})

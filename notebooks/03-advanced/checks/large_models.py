@@ -190,5 +190,5 @@ def bytes_per_rank(shapes, world_size, strategy):
                 if isinstance(got, (int, float)) and got and math.isclose(got / expected, 0.5, rel_tol=1e-9):
                     raise Incorrect({"en": f"{what['en']} is half the expected bytes: did you count the gradient and "
                                            "both of Adam's moment buffers beside the parameter?",
-                                     "zh": f"{what['zh']} 只有应有字节数的一半：除了参数本身，梯度和 Adam 的两个矩估计缓冲区都算上了吗？"})
+                                     "zh": f"{what['zh']}只有应有字节数的一半：除了参数本身，梯度和 Adam 的两个矩估计缓冲区都算上了吗？"})
                 expect(got, expected, what)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from sampan.hub.service import course
 from sampan.path.exercise import Exercises
 from sampan.utils.net import LOWEST, ephemeral_range
 
@@ -25,6 +26,7 @@ PASSWORD = "river-boat-{}-2718"
 LESSON = "tensors_and_autograd"
 CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+COURSE = Path(__file__).resolve().parents[2] / "notebooks"  # the course the hub hands out (sampan.hub.config)
 QUICK_LESSON = f"""
 from sampan.path.exercise import Exercises
 import torch
@@ -119,7 +121,7 @@ def test_a_lesson_in_a_learners_kernel_reaches_the_teacher_dashboard(hub):
     assert "/hub/login" in __import__("requests").get(hub.url + "services/progress/gallery/alice/my_app",
                                                       timeout=10).url
     page = hub.api("GET", "services/progress/", token=hub.admin_token()).text
-    assert "alice" in page and "carol" in page and 'class="done"' in page
+    assert "alice" in page and "carol" in page and 'class="cell done"' in page
     csv = hub.api("GET", "services/progress/progress.csv", token=hub.admin_token()).text.splitlines()
     assert csv[0] == "user,lesson,status,exercises_passed,last_activity"
     assert any(line.startswith(f"alice,{LESSON},done,{EXERCISES},") for line in csv)
@@ -184,7 +186,11 @@ def test_browser_learners_open_a_lesson_and_a_shared_dashboard_teacher_sees_the_
             roster = teacher.locator("table#roster")
             roster.locator("td", has_text="alice").first.wait_for()
             assert roster.locator("td.done").count() >= 1
+            assert ": done" in roster.locator("td.done").first.get_attribute("title")  # the words on hover
             assert roster.locator("td", has_text="assistant").count() == 1
+            # the whole course (20 lessons) fits the 1280-pixel window: one narrow column a lesson
+            assert roster.locator("th.n").count() == len(course(COURSE).lessons)
+            assert teacher.evaluate("document.getElementById('roster').getBoundingClientRect().right") <= 1280
             teacher.screenshot(path=str(IMAGES / "classroom-teacher.png"), full_page=True)
         finally:
             browser.close()

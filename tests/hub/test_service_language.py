@@ -33,16 +33,50 @@ def test_the_class_page_in_chinese_with_lesson_titles(tmp_path):
     assert titles["en"] == {"environment_check": "Environment check", "first_model": "First model"}
     page = render_class(SUMMARY, ROSTER, {}, "zh", titles["zh"])
     assert '<html lang="zh-CN">' in page and "<h1>班级学习进度</h1>" in page
-    assert "<th>学员</th><th>角色</th><th>最近活动（UTC）</th>" in page and "<h2>课程</h2>" in page
-    assert "<th>已完成</th><th>出错最多的练习</th>" in page
-    assert '<th><span title="environment_check">环境检查</span></th><th>first_model</th><th>extra</th>' in page
-    assert '<td class="done">已完成（2 道练习）</td>' in page and '<td class="in-progress">进行中</td>' in page
-    assert '<td class="not-started">未开始</td>' in page
-    for english in ("Class progress", "learner", "not started", "in progress", "ex.)", "most failed"):
+    assert "<th>学员</th><th>角色</th><th>最近活动（UTC）</th><th>已完成课程</th>" in page and "<h2>课程</h2>" in page
+    assert "<th>#</th><th>课程</th><th>已完成</th><th>出错最多的练习</th>" in page
+    assert '<th class="n" title="环境检查">1</th><th class="n" title="first_model">2</th>' in page
+    assert '<td><span title="environment_check">环境检查</span></td>' in page  # the lessons table names the numbers
+    assert '<td class="cell done" title="环境检查：已完成（2 道练习）">✓</td>' in page
+    assert '<td class="cell in-progress" title="first_model：进行中">◐</td>' in page
+    assert '<td class="cell not-started" title="extra：未开始">–</td>' in page
+    assert "<td>ada</td><td>学员</td>" in page and "✓ 已完成" in page  # the roles and the legend in Chinese too
+    for english in ("Class progress", "learner", "not started", "in progress", "ex.)", "most failed", "student"):
         assert english not in page
     english = render_class(SUMMARY, ROSTER, {}, "en", titles["en"])
-    assert '<html lang="en">' in english and "<h1>Class progress</h1>" in english and "done (2 ex.)" in english
+    assert '<html lang="en">' in english and "<h1>Class progress</h1>" in english
+    assert 'title="Environment check: done (2 ex.)">✓</td>' in english
     assert '<span title="first_model">First model</span>' in english
+
+
+def test_the_roster_is_one_narrow_column_a_lesson_under_its_stage(tmp_path):
+    """A full course fits a laptop's screen: numbered columns under their stages, a mark a cell (the words on hover),
+    each student's count of lessons done; teachers and assistants listed after the students, not counted."""
+    (tmp_path / "path.yaml").write_text(yaml.safe_dump({"stages": [
+        {"id": "beginner", "title": {"en": "Beginner", "zh": "入门"}, "lessons": [
+            {"id": "environment_check", "notebook": "a.ipynb", "title": "Environment check"},
+            {"id": "first_model", "notebook": "b.ipynb", "title": "First model"}]},
+        {"id": "advanced", "title": "Advanced", "lessons": [
+            {"id": "extra", "notebook": "c.ipynb", "title": "Extra"}]}]}), encoding="utf-8")
+    lessons, titles, stages = course(tmp_path)
+    assert stages["zh"] == {"environment_check": "入门", "first_model": "入门", "extra": "Advanced"}
+    summary = dict(SUMMARY, learners={**SUMMARY["learners"], "bo": {
+        "environment_check": {"status": "done", "exercises_passed": 1},
+        "first_model": {"status": "in progress", "exercises_passed": 3}}})
+    roster = [{"name": "amy", "role": "teacher", "last_activity": "2026-12-06T09:00:00.5Z"}, *ROSTER]
+    page = render_class(summary, roster, {"ada": "2026-12-06T10:00:00Z"}, "en", titles["en"], stages["en"])
+    assert ('<th rowspan="2">lessons done</th><th class="stage" colspan="2">Beginner</th>'
+            '<th class="stage" colspan="1">Advanced</th></tr><tr><th class="n" title="Environment check">1</th>') in page
+    ada, bo, amy = (page.index(f"<td>{name}</td>") for name in ("ada", "bo", "amy"))
+    assert ada < bo < amy  # students first
+    assert '<td class="when">2026-12-06 10:00:00</td><td class="when">1/3<span class="bar"><i style="width:33%">' in page
+    assert 'title="First model: in progress (3 ex.)">◐3</td>' in page  # three exercises passed so far
+    assert ('<td class="num">1</td><td><span title="environment_check">Environment check</span></td>'
+            '<td class="when">1/2<span class="bar">'
+            '<i style="width:50%">') in page  # the lessons table: the class's completion, from the store's summary
+    assert '<td class="staff" colspan="4">not counted (not a student)</td>' in page
+    assert page.count('<td class="cell ') == 2 * 3  # two students, three lessons; none for the teacher
+    assert "<th class=\"stage\"" not in render_class(summary, roster, {}, "en")  # no course: no stage row
 
 
 def test_the_learners_own_page_and_the_gallery_in_chinese():

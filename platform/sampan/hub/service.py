@@ -32,7 +32,7 @@ import stat
 import sys
 from html import escape
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, NamedTuple
 from urllib.parse import urlencode
 
 READ_SCOPE = "custom:progress:read"
@@ -41,7 +41,12 @@ STORE_ENV = "SAMPAN_PROGRESS_DB"
 COURSE_ENV = "SAMPAN_HUB_COURSE"  # the course folder the hub hands out (its path.yaml lists the lessons)
 STYLE = ("body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:1em 0}"
          "td,th{border:1px solid #ccd;padding:4px 8px}.done{background:#d7f5dd}.in-progress{background:#fff3c4}"
-         ".not-started{color:#889}")
+         ".not-started{color:#889}"
+         # the roster: one narrow column a lesson (its number; the title on hover and in the lessons table below)
+         "#roster td.cell,#roster th.n{text-align:center;padding:4px 2px;min-width:1.6em}#roster th.stage{font-weight:"
+         "normal;color:#556}.when{white-space:nowrap}.staff{color:#889;font-style:italic}.bar{display:inline-block;"
+         "width:4em;height:.6em;background:#e4e6ee;margin-left:.4em;vertical-align:middle}.bar i{display:block;"
+         "height:100%;background:#3a9a5b}.legend{color:#556}.num{color:#889;text-align:right}")
 
 
 # Every word of the pages, per language; a request gets the language its browser asks for (request_language).
@@ -54,7 +59,11 @@ WORDS: dict[str, dict[str, str]] = {
            "status": "status", "last_activity": "last activity", "nothing_yet": "nothing yet",
            "gallery_title": "Class gallery", "gallery_heading": "Dashboards published by the class",
            "dashboard": "dashboard", "live": "live", "open_live": "open live", "by": "by",
-           "published_utc": "published (UTC)"},
+           "published_utc": "published (UTC)", "lessons_done": "lessons done", "colon": ": ",
+           "legend": "✓ done · ◐ in progress, with the exercises passed · – not started. A lesson's number shows its "
+                     "title on hover; the table below lists them. Teachers and assistants are not counted.",
+           "student": "student", "teacher": "teacher", "assistant": "assistant",
+           "staff_row": "not counted (not a student)"},
     "zh": {"html_lang": "zh-CN", "not started": "未开始", "in progress": "进行中", "done": "已完成",
            "exercises": "（{n} 道练习）", "class_title": "Sampan 班级学习进度", "class_heading": "班级学习进度",
            "learner": "学员", "role": "角色", "last_activity_utc": "最近活动（UTC）", "lessons": "课程",
@@ -63,7 +72,11 @@ WORDS: dict[str, dict[str, str]] = {
            "status": "状态", "last_activity": "最近活动", "nothing_yet": "暂无记录",
            "gallery_title": "班级作品廊", "gallery_heading": "全班发布的仪表盘",
            "dashboard": "仪表盘", "live": "实时", "open_live": "打开实时页面", "by": "作者",
-           "published_utc": "发布时间（UTC）"},
+           "published_utc": "发布时间（UTC）", "lessons_done": "已完成课程", "colon": "：",
+           "legend": "✓ 已完成 · ◐ 进行中（数字为答对的练习数）· – 未开始。鼠标停在课程编号上可看到课程名，下表列出全部课程。"
+                     "教师和助教不计入统计。",
+           "student": "学员", "teacher": "教师", "assistant": "助教",
+           "staff_row": "不计入统计（非学员）"},
 }
 
 
@@ -113,26 +126,81 @@ def _lesson(lesson: str, titles: dict[str, str] | None) -> str:
     return f'<span title="{escape(lesson)}">{escape(title)}</span>' if title else escape(lesson)
 
 
+MARKS = {"done": "✓", "in progress": "◐", "not started": "–"}  # the roster's cells; the words are on hover
+
+
+def _mark(entry: dict[str, Any] | None, t: dict[str, str], title: str) -> str:
+    """One roster cell: a mark (◐ with the exercises passed so far), the lesson and the status in words on hover."""
+    status = entry["status"] if entry else "not started"
+    passed = entry["exercises_passed"] if entry else 0
+    words = t.get(status, status) + (t["exercises"].format(n=passed) if passed else "")
+    mark = MARKS.get(status, "?") + (str(passed) if status == "in progress" and passed else "")
+    return (f'<td class="cell {escape(status.replace(" ", "-"))}" title="{escape(title + t["colon"] + words)}">'
+            f"{mark}</td>")
+
+
+def _bar(done: int, total: int) -> str:
+    width = round(100 * done / total) if total else 0
+    return f'{done}/{total}<span class="bar"><i style="width:{width}%"></i></span>'
+
+
+def _stage_row(lessons: list[str], stages: dict[str, str] | None) -> str:
+    """The roster's first header row: each stage's title over its lessons (runs of consecutive columns); empty when
+    the course gives no stages."""
+    if not stages:
+        return ""
+    runs: list[list[Any]] = []
+    for lesson in lessons:
+        stage = stages.get(lesson, "")
+        if runs and runs[-1][0] == stage:
+            runs[-1][1] += 1
+        else:
+            runs.append([stage, 1])
+    return "".join(f'<th class="stage" colspan="{n}">{escape(stage)}</th>' for stage, n in runs)
+
+
 def render_class(summary: dict[str, Any], roster: list[dict[str, Any]], last: dict[str, str], lang: str = "en",
-                 titles: dict[str, str] | None = None) -> str:
+                 titles: dict[str, str] | None = None, stages: dict[str, str] | None = None) -> str:
     """The teacher's page as HTML (every value escaped), in ``lang``; ``titles``: ``{lesson id: title}`` in
-    ``lang`` (:func:`course`), the id for a lesson without one."""
+    ``lang`` (:func:`course`), the id for a lesson without one; ``stages``: ``{lesson id: stage title}`` in
+    ``lang``, shown over the lesson columns.
+
+    The roster has one narrow column a lesson, numbered in the course's order (a course of 20 lessons fits a
+    laptop's screen): ✓ done, ◐ in progress with the exercises passed, – not started; each cell names the lesson
+    and its status on hover. The students come first, with how many lessons each has done; teachers and
+    assistants are listed after them, not counted."""
     t = WORDS[lang]
     lessons = list(summary["lessons"])
-    head = "".join(f"<th>{_lesson(lesson, titles)}</th>" for lesson in lessons)
-    rows = "".join(
-        f"<tr><td>{escape(u['name'])}</td><td>{escape(u['role'])}</td>"
-        f"<td>{escape(max((_when(w) for w in (last.get(u['name']), u.get('last_activity')) if w), default='-'))}</td>"
-        + "".join(_cell(summary["learners"].get(u["name"], {}).get(lesson), t) for lesson in lessons) + "</tr>"
-        for u in roster)
+    names = [(titles or {}).get(lesson) or lesson for lesson in lessons]
+    stage_row = _stage_row(lessons, stages)
+    span = ' rowspan="2"' if stage_row else ""
+    numbers = "".join(f'<th class="n" title="{escape(name)}">{i}</th>' for i, name in enumerate(names, 1))
+    head = (f"<tr><th{span}>{t['learner']}</th><th{span}>{t['role']}</th><th{span}>{t['last_activity_utc']}</th>"
+            f"<th{span}>{t['lessons_done']}</th>" + (f"{stage_row}</tr><tr>{numbers}</tr>" if stage_row else
+                                                      f"{numbers}</tr>"))
+    rows = []
+    for u in sorted(roster, key=lambda u: u["role"] != "student"):  # students first, each group in its order
+        when = max((_when(w) for w in (last.get(u["name"]), u.get("last_activity")) if w), default="-")
+        row = (f"<tr><td>{escape(u['name'])}</td><td>{escape(t.get(u['role'], u['role']))}</td>"
+               f'<td class="when">{escape(when)}</td>')
+        if u["role"] == "student":
+            mine = summary["learners"].get(u["name"], {})
+            done = sum(1 for lesson in lessons if (mine.get(lesson) or {}).get("status") == "done")
+            row += f'<td class="when">{_bar(done, len(lessons))}</td>' + "".join(
+                _mark(mine.get(lesson), t, name) for lesson, name in zip(lessons, names))
+        else:
+            row += f'<td class="staff" colspan="{len(lessons) + 1}">{t["staff_row"]}</td>'
+        rows.append(row + "</tr>")
     per_lesson = "".join(
-        f"<tr><td>{_lesson(lesson, titles)}</td><td>{s['done']}/{s['learners']}</td>"
-        f"<td>{escape(', '.join(s['most_failed']) or '-')}</td></tr>" for lesson, s in summary["lessons"].items())
+        f'<tr><td class="num">{i}</td><td>{_lesson(lesson, titles)}</td>'
+        f'<td class="when">{_bar(s["done"], s["learners"])}</td>'
+        f"<td>{escape(', '.join(s['most_failed']) or '-')}</td></tr>"
+        for i, (lesson, s) in enumerate(summary["lessons"].items(), 1))
     return (f"<!doctype html><html lang=\"{t['html_lang']}\"><head><meta charset=\"utf-8\">"
             f"<title>{t['class_title']}</title><style>{STYLE}</style></head><body>"
-            f"<h1>{t['class_heading']}</h1><table id=\"roster\"><tr><th>{t['learner']}</th><th>{t['role']}</th>"
-            f"<th>{t['last_activity_utc']}</th>{head}</tr>{rows}</table><h2>{t['lessons']}</h2>"
-            f"<table id=\"lessons\"><tr><th>{t['lesson']}</th><th>{t['done_col']}</th>"
+            f"<h1>{t['class_heading']}</h1><p class=\"legend\">{escape(t['legend'])}</p>"
+            f"<table id=\"roster\">{head}{''.join(rows)}</table><h2>{t['lessons']}</h2>"
+            f"<table id=\"lessons\"><tr><th>#</th><th>{t['lesson']}</th><th>{t['done_col']}</th>"
             f"<th>{t['most_failed']}</th></tr>{per_lesson}</table>"
             f"<p><a href=\"progress.csv\">{t['csv']}</a></p></body></html>")
 
@@ -305,27 +373,37 @@ async def hub_users(get_json: Callable[[str], Awaitable[Any]], url: str) -> list
         page = await get_json(f"{url}?{urlencode({'offset': after['offset'], 'limit': after['limit']})}")
 
 
-def course(course_dir: str | os.PathLike | None) -> tuple[list[str] | None, dict[str, dict[str, str]]]:
+class Course(NamedTuple):
+    """The course the hub hands out, as the teacher's page shows it (:func:`course`)."""
+
+    lessons: list[str] | None  # its lesson ids in its order; None: every lesson posted is shown, by id
+    titles: dict[str, dict[str, str]]  # {lang: {lesson id: title}}, only titles the manifest gives in that language
+    stages: dict[str, dict[str, str]]  # {lang: {lesson id: its stage's title}} (English where a stage has no other)
+
+
+def course(course_dir: str | os.PathLike | None) -> Course:
     """The course the hub hands out (``<course_dir>/path.yaml``), read once: its lesson ids in its order (the
-    teacher's page shows these columns only) and ``{lang: {lesson id: title}}`` with only the titles the manifest
-    gives in that language (the pages show the id for the others). ``(None, {})`` without a readable manifest:
-    every posted lesson is shown, by id."""
+    teacher's page shows these columns only), their titles in each language the manifest gives (the pages show the
+    id for the others) and their stages' titles. ``Course(None, {}, {})`` without a readable manifest: every posted
+    lesson is shown, by id."""
     manifest = Path(course_dir) / "path.yaml" if course_dir else None
     if manifest is None or not manifest.is_file():
-        return None, {}
+        return Course(None, {}, {})
     from sampan.errors import SampanError
     from sampan.path.lang import has_language
     from sampan.path.manifest import load_path
 
     try:
-        lessons = load_path(manifest, check_files=False).lessons
+        path = load_path(manifest, check_files=False)
     except (SampanError, OSError, ValueError) as exc:
         print(f"progress service: {manifest} not read ({exc}); the teacher's page shows every lesson posted",
               file=sys.stderr, flush=True)
-        return None, {}
+        return Course(None, {}, {})
+    lessons = path.lessons
     titles = {lang: {x.id: x.text("title", lang) for x in lessons if has_language(x.texts.get("title", x.title), lang)}
               for lang in WORDS}
-    return [x.id for x in lessons], titles
+    stages = {lang: {x.id: stage.text("title", lang) for stage in path.stages for x in stage.lessons} for lang in WORDS}
+    return Course([x.id for x in lessons], titles, stages)
 
 
 def make_app(store_path: str | os.PathLike):
@@ -339,7 +417,7 @@ def make_app(store_path: str | os.PathLike):
     from sampan.hub.progress_store import ProgressStore, StoreFullError
 
     store = ProgressStore(str(store_path))
-    lessons, titles = course(os.environ.get(COURSE_ENV))  # the columns: the course's lessons, in its order
+    lessons, titles, stages = course(os.environ.get(COURSE_ENV))  # the columns: the course's lessons, in its order
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/progress/")
     api_url, token = os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_API_TOKEN"]
 
@@ -370,7 +448,7 @@ def make_app(store_path: str | os.PathLike):
             people = await roster()
             summary = await IOLoop.current().run_in_executor(None, store.class_summary, students(people), lessons)
             lang = self.lang()
-            self.finish(render_class(summary, people, store.last_activity(), lang, titles.get(lang)))
+            self.finish(render_class(summary, people, store.last_activity(), lang, titles.get(lang), stages.get(lang)))
 
     class OwnHandler(Base):
         @web.authenticated

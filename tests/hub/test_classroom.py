@@ -147,7 +147,8 @@ def test_students_and_assistants_are_kept_out(hub):
     assert hub.api("GET", "user/alice/api/contents", token=bob).status_code == 403
     assert hub.api("GET", "user/alice/api/contents", token=ta).status_code == 403  # progress, not files
     own = hub.api("GET", "services/progress/me", token=bob)
-    assert own.status_code == 200 and "Progress of bob" in own.text and LESSON not in own.text
+    assert own.status_code == 200 and "Progress of bob" in own.text and "lessons done: 0/" in own.text
+    assert own.text.count('class="done"') == 0 and f'<span title="{LESSON}">' in own.text  # the course, not started
     # an event is stored for the token's owner only; a bad one is refused with the reason
     forged = hub.api("POST", "services/progress/api/events", token=bob, json={"lesson": "x", "status": "done"})
     assert forged.status_code == 400 and "status" in forged.json()["error"]

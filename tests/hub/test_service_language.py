@@ -66,10 +66,12 @@ def test_the_roster_is_one_narrow_column_a_lesson_under_its_stage(tmp_path):
     roster = [{"name": "amy", "role": "teacher", "last_activity": "2026-12-06T09:00:00.5Z"}, *ROSTER]
     page = render_class(summary, roster, {"ada": "2026-12-06T10:00:00Z"}, "en", titles["en"], stages["en"])
     assert ('<th rowspan="2">lessons done</th><th class="stage" colspan="2">Beginner</th>'
-            '<th class="stage" colspan="1">Advanced</th></tr><tr><th class="n" title="Environment check">1</th>') in page
+            '<th class="stage" colspan="1">Advanced</th></tr><tr><th class="n" title="Environment check">1</th>'
+            ) in page
     ada, bo, amy = (page.index(f"<td>{name}</td>") for name in ("ada", "bo", "amy"))
     assert ada < bo < amy  # students first
-    assert '<td class="when">2026-12-06 10:00:00</td><td class="when">1/3<span class="bar"><i style="width:33%">' in page
+    assert ('<td class="when">2026-12-06 10:00:00</td><td class="when">1/3<span class="bar">'
+            '<i style="width:33%">') in page
     assert 'title="First model: in progress (3 ex.)">◐3</td>' in page  # three exercises passed so far
     assert ('<td class="num">1</td><td><span title="environment_check">Environment check</span></td>'
             '<td class="when">1/2<span class="bar">'
@@ -79,10 +81,22 @@ def test_the_roster_is_one_narrow_column_a_lesson_under_its_stage(tmp_path):
     assert "<th class=\"stage\"" not in render_class(summary, roster, {}, "en")  # no course: no stage row
 
 
+def test_the_learners_own_page_lists_the_whole_course_in_its_order():
+    mine = {"first_model": {"status": "done", "exercises_passed": 2, "last": "2026-12-06T10:00:00.123Z"},
+            "made_up": {"status": "done", "exercises_passed": 1, "last": "2026-12-06T11:00:00Z"}}
+    page = render_own("ada", mine, "en", {"first_model": "First model"}, ["environment_check", "first_model", "extra"])
+    assert page.index("environment_check") < page.index("First model") < page.index("extra")
+    assert '<td class="not-started">not started</td><td>-</td>' in page  # the lessons not started are listed too
+    assert '<td class="done">done (2 ex.)</td><td>2026-12-06 10:00:00</td>' in page
+    assert "made_up" not in page  # an id outside the course is not a lesson of it
+    assert '<p class="when">lessons done: 1/3<span class="bar"><i style="width:33%">' in page
+    assert "made_up" in render_own("ada", mine) and "lessons done" not in render_own("ada", mine)  # no course
+
+
 def test_the_learners_own_page_and_the_gallery_in_chinese():
     page = render_own("ada", SUMMARY["learners"]["ada"], "zh", {"environment_check": "环境检查"})
     assert '<html lang="zh-CN">' in page and "<title>我的学习进度</title>" in page and "<h1>ada 的学习进度</h1>" in page
-    assert "<th>课程</th><th>状态</th><th>最近活动</th>" in page and "环境检查" in page
+    assert "<th>课程</th><th>状态</th><th>最近活动（UTC）</th>" in page and "环境检查" in page
     assert "暂无记录" in render_own("bo", {}, "zh") and "nothing yet" in render_own("bo", {})
     gallery = render_gallery([("ada", {"name": "app", "published_at": "2026-12-03T07:00:00"})], live=True, lang="zh")
     assert "<title>班级作品廊</title>" in gallery and "<h1>全班发布的仪表盘</h1>" in gallery

@@ -147,7 +147,7 @@ def test_a_learner_cannot_add_columns_to_the_teachers_page_with_made_up_lessons(
     columns (``lesson-1``, ``lesson-2``, ...) for the whole class. The columns are now the course's lessons, in the
     course's order (the hub passes the course folder; its path.yaml lists them), in the page, JSON and CSV."""
     from sampan.hub.config import HubSettings, services
-    from sampan.hub.service import COURSE_ENV, render_class
+    from sampan.hub.service import COURSE_ENV, render_class, render_own
     from sampan.hub.service import course as read_course
 
     notebooks = Path(__file__).resolve().parents[2] / "notebooks"
@@ -161,7 +161,9 @@ def test_a_learner_cannot_add_columns_to_the_teachers_page_with_made_up_lessons(
     summary = store.class_summary(["alice", "mallory"], course)
     assert list(summary["lessons"]) == course and summary["learners"]["mallory"] == {}
     page = render_class(summary, people, store.last_activity())
-    assert "lesson-0" not in page and page.index("<th>environment_check</th>") < page.index("<th>serving</th>")
+    assert "lesson-0" not in page
+    assert page.index('<th class="n" title="environment_check">1</th>') < page.index('<th class="n" title="serving">')
+    assert "lesson-0" not in render_own("mallory", store.lesson_status("mallory"), course_lessons=course)
     assert "lesson-" not in store.csv_export(["alice", "mallory"], course)
     assert "tensors_and_autograd,done" in store.csv_export(["alice"], course)
     assert len(store.class_summary(["mallory"])["lessons"]) == 41  # no course known: every lesson posted
@@ -171,7 +173,7 @@ def test_a_learner_cannot_add_columns_to_the_teachers_page_with_made_up_lessons(
     broken = tmp_path / "course"
     shutil.copytree(notebooks, broken, ignore=shutil.ignore_patterns("*.ipynb", "figures"))
     (broken / "path.yaml").write_text("stages: [", encoding="utf-8")
-    assert read_course(broken) == read_course(tmp_path / "none") == read_course("") == (None, {})
+    assert read_course(broken) == read_course(tmp_path / "none") == read_course("") == (None, {}, {})
 
 
 def test_an_exercise_name_a_learner_posts_shows_as_text_on_the_teachers_page():
@@ -186,7 +188,7 @@ def test_an_exercise_name_a_learner_posts_shows_as_text_on_the_teachers_page():
     page = render_class(store.class_summary(["mallory"]), people, store.last_activity())
     assert "<script" not in page and "<img" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt; Übung" in page
-    assert "<th>第一课</th>" in page and "第一课" in render_own("mallory", store.lesson_status("mallory"))
+    assert '<th class="n" title="第一课">1</th>' in page and "第一课" in render_own("mallory", store.lesson_status("mallory"))
     with pytest.raises(ValueError, match="without control characters"):
         store.add("mallory", {"lesson": "l1", "status": "failed", "exercise": "q\u202e1"})
 

@@ -56,7 +56,7 @@ WORDS: dict[str, dict[str, str]] = {
            "learner": "learner", "role": "role", "last_activity_utc": "last activity (UTC)", "lessons": "Lessons",
            "lesson": "lesson", "done_col": "done", "most_failed": "most failed exercises",
            "csv": "Download CSV", "own_title": "My progress", "own_heading": "Progress of {name}",
-           "status": "status", "last_activity": "last activity", "nothing_yet": "nothing yet",
+           "status": "status", "nothing_yet": "nothing yet",
            "gallery_title": "Class gallery", "gallery_heading": "Dashboards published by the class",
            "dashboard": "dashboard", "live": "live", "open_live": "open live", "by": "by",
            "published_utc": "published (UTC)", "lessons_done": "lessons done", "colon": ": ",
@@ -69,7 +69,7 @@ WORDS: dict[str, dict[str, str]] = {
            "learner": "学员", "role": "角色", "last_activity_utc": "最近活动（UTC）", "lessons": "课程",
            "lesson": "课程", "done_col": "已完成", "most_failed": "出错最多的练习",
            "csv": "下载 CSV", "own_title": "我的学习进度", "own_heading": "{name} 的学习进度",
-           "status": "状态", "last_activity": "最近活动", "nothing_yet": "暂无记录",
+           "status": "状态", "nothing_yet": "暂无记录",
            "gallery_title": "班级作品廊", "gallery_heading": "全班发布的仪表盘",
            "dashboard": "仪表盘", "live": "实时", "open_live": "打开实时页面", "by": "作者",
            "published_utc": "发布时间（UTC）", "lessons_done": "已完成课程", "colon": "：",
@@ -206,16 +206,22 @@ def render_class(summary: dict[str, Any], roster: list[dict[str, Any]], last: di
 
 
 def render_own(name: str, lessons: dict[str, dict[str, Any]], lang: str = "en",
-               titles: dict[str, str] | None = None) -> str:
-    """A learner's own page, in ``lang`` (``titles`` as for :func:`render_class`)."""
+               titles: dict[str, str] | None = None, course_lessons: list[str] | None = None) -> str:
+    """A learner's own page, in ``lang`` (``titles`` as for :func:`render_class`): with the course's lesson ids
+    ``course_lessons``, every lesson of the course in its order (the ones not started too) under a count of those
+    done; without, the lessons the learner posted, by id."""
     t = WORDS[lang]
-    rows = "".join(f"<tr><td>{_lesson(lesson, titles)}</td>{_cell(entry, t)}<td>{escape(entry.get('last', ''))}</td>"
-                   "</tr>" for lesson, entry in sorted(lessons.items()))
+    order = course_lessons if course_lessons is not None else sorted(lessons)
+    rows = "".join(f"<tr><td>{_lesson(lesson, titles)}</td>{_cell(lessons.get(lesson), t)}"
+                   f"<td>{escape(_when((lessons.get(lesson) or {}).get('last')))}</td></tr>" for lesson in order)
+    done = sum(1 for lesson in order if (lessons.get(lesson) or {}).get("status") == "done")
+    count = (f'<p class="when">{t["lessons_done"]}{t["colon"]}{_bar(done, len(order))}</p>'
+             if course_lessons else "")
     empty = f"<tr><td colspan=3>{t['nothing_yet']}</td></tr>"
     return (f"<!doctype html><html lang=\"{t['html_lang']}\"><head><meta charset=\"utf-8\">"
             f"<title>{t['own_title']}</title><style>{STYLE}</style></head><body>"
-            f"<h1>{t['own_heading'].format(name=escape(name))}</h1><table id=\"mine\"><tr><th>{t['lesson']}</th>"
-            f"<th>{t['status']}</th><th>{t['last_activity']}</th></tr>{rows or empty}</table></body></html>")
+            f"<h1>{t['own_heading'].format(name=escape(name))}</h1>{count}<table id=\"mine\"><tr><th>{t['lesson']}</th>"
+            f"<th>{t['status']}</th><th>{t['last_activity_utc']}</th></tr>{rows or empty}</table></body></html>")
 
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; sandbox"
@@ -455,7 +461,7 @@ def make_app(store_path: str | os.PathLike):
         def get(self):
             name = self.current_user["name"]
             lang = self.lang()
-            self.finish(render_own(name, store.lesson_status(name), lang, titles.get(lang)))
+            self.finish(render_own(name, store.lesson_status(name), lang, titles.get(lang), lessons))
 
     class JsonHandler(Base):
         @web.authenticated

@@ -35,6 +35,9 @@ def test_table_highlights_what_differs_and_curves_overlay_the_selection(three_ru
     assert "1 of " in table and "parameters differ" in table  # only optimizer.lr differs
     assert re.search(r'<th style="background:#fff3c4">optimizer.lr</th>', table)
     assert not re.search(r'<th style="background:#fff3c4">epochs</th>', table)
+    # what tells the runs apart comes first: the differing parameter, the metrics, then the parameters in common
+    assert table.index(">optimizer.lr</th>") < table.index(">eval_acc</th>") < table.index(">epochs</th>")
+    assert table.count("<th") == table.count("<td") // 3  # the head has as many columns as each of the 3 rows
     assert view._curves_view.value.count("<polyline") == 3 and "eval_acc by step" in view._curves_view.value
     assert view._parallel.value.count("<polyline") == 3
     # the view reached the frontend through the comm

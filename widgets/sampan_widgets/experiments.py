@@ -20,6 +20,8 @@ from sampan_widgets._draw import COLORS, literal, new_figure, svg_lines, to_png
 from sampan_widgets._i18n import tr
 
 _HIGHLIGHT = "#fff3c4"
+_TABLE_CSS = ("<style>.sampan-compare-table td,.sampan-compare-table th{padding:2px 8px;white-space:nowrap}"
+              ".sampan-compare-table td{border-top:1px solid #eee}</style>")
 
 
 def _num(text: Any) -> float | None:
@@ -178,26 +180,32 @@ class RunCompare(Drawn):
                 f'<code>{html.escape(self.filter_string)}</code>: {html.escape(self.error)}</div>')
 
     def table_html(self, rows: Sequence[compare.RunRow]) -> str:
-        """The compare table: parameters that differ come first, on a yellow background."""
+        """The compare table: the parameters that differ (on a yellow background), then the final metrics (blue
+        headers), then the parameters that are the same in every selected run, in grey; what tells the runs apart
+        is on screen without scrolling."""
         if not rows:
             return f"<i>{html.escape(tr('no run selected'))}</i>"
         t = compare.compare_table(rows)
         differ = set(t["differing"])
-        head = "".join(f'<th style="background:{_HIGHLIGHT if p in differ else "#f4f4f4"}">{html.escape(p)}</th>'
-                       for p in t["params"])
-        head += "".join(f'<th style="background:#e8f0fe">{html.escape(m)}</th>' for m in t["metrics"])
+        n = len(t["params"])
+        params = list(zip(t["params"], range(2, 2 + n)))
+        columns = ([(p, i, f"background:{_HIGHLIGHT}", f' style="background:{_HIGHLIGHT}"') for p, i in params
+                    if p in differ]
+                   + [(m, 2 + n + j, "background:#e8f0fe", "") for j, m in enumerate(t["metrics"])]
+                   + [(p, i, "background:#f4f4f4;color:#777;font-weight:normal", ' style="color:#777"')
+                      for p, i in params if p not in differ])
+        head = "".join(f'<th style="{style}">{html.escape(name)}</th>' for name, _, style, _ in columns)
         body = []
-        for i, cells in enumerate(t["rows"]):
-            color = COLORS[i % len(COLORS)]
-            tds = [f'<td style="color:{color};font-weight:bold">{_cell(cells[0])}</td><td>{_cell(cells[1])}</td>']
-            for p, value in zip(t["params"], cells[2:]):
-                style = f' style="background:{_HIGHLIGHT}"' if p in differ else ""
-                tds.append(f"<td{style}>{_cell(value)}</td>")
-            tds.extend(f"<td>{_cell(v)}</td>" for v in cells[2 + len(t["params"]):])
+        for k, cells in enumerate(t["rows"]):
+            color = COLORS[k % len(COLORS)]
+            tds = [f'<td style="color:{color};font-weight:bold;white-space:nowrap">{_cell(cells[0])}</td>'
+                   f"<td>{_cell(cells[1])}</td>"]
+            tds.extend(f"<td{td_style}>{_cell(cells[i])}</td>" for _, i, _, td_style in columns)
             body.append(f'<tr class="sampan-run-row">{"".join(tds)}</tr>')
-        note = (tr("{differ} of {total} parameters differ").format(differ=len(differ), total=len(t["params"]))
+        note = (tr("{differ} of {total} parameters differ").format(differ=len(differ), total=n)
                 if t["params"] else tr("no parameters"))
-        return (f'<div style="overflow-x:auto"><div style="font-size:90%;color:#555">{html.escape(note)}</div>'
+        return (f'<div style="overflow-x:auto">{_TABLE_CSS}'
+                f'<div style="font-size:90%;color:#555">{html.escape(note)}</div>'
                 f'<table class="sampan-compare-table" style="border-collapse:collapse;font-size:85%">'
                 f'<tr><th>{html.escape(tr("run"))}</th><th>{html.escape(tr("status"))}</th>{head}</tr>'
                 f'{"".join(body)}</table></div>')

@@ -193,6 +193,15 @@ def test_browser_learners_open_a_lesson_and_a_shared_dashboard_teacher_sees_the_
             assert roster.locator("th.n").count() == len(course(COURSE).lessons)
             assert teacher.evaluate("document.getElementById('roster').getBoundingClientRect().right") <= 1280
             teacher.screenshot(path=str(IMAGES / "classroom-teacher.png"), full_page=True)
+            # the same page for a browser that asks for Chinese (README.zh-CN shows it)
+            zh = browser.new_context(viewport={"width": 1280, "height": 600}, locale="zh-CN").new_page()
+            zh.set_default_timeout(60_000)
+            _browser_login(zh, hub, "teacher", hub.teacher_password)
+            zh.goto(hub.url + "services/progress/")
+            zh.locator("h1", has_text="班级学习进度").wait_for()
+            assert zh.locator("table#roster td", has_text="助教").count() == 1
+            assert "：已完成" in zh.locator("table#roster td.done").first.get_attribute("title")
+            zh.screenshot(path=str(IMAGES / "classroom-teacher-zh.png"), full_page=True)
         finally:
             browser.close()
 

@@ -103,6 +103,10 @@ def test_a_dashboard_in_chinese_in_voila(server_env, page, tmp_path):
             assert words in text, text
         assert "passed" not in text and "Warm up" not in text, text
         assert report.locator("#failure-broken h2").inner_text().startswith("出错的一课 失败")  # its title, not its id
+        # the failed cell's code reads as code inside the widget: a monospace font, lines not 28 px apart
+        font, line = report.locator("#failure-broken pre").first.evaluate(
+            "e => [getComputedStyle(e).fontFamily, parseFloat(getComputedStyle(e).lineHeight)]")
+        assert "monospace" in font and line < 22, (font, line)
         page.screenshot(path=str(REPO / "docs" / "images" / "dashboard-zh.png"), full_page=True)
     finally:
         stop(proc)

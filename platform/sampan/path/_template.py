@@ -20,9 +20,16 @@ REPORT_HTML = """<!DOCTYPE html>
   pre { background: #f7f7f9; padding: .75rem; overflow-x: auto; font-size: .85rem; }
   .summary span { margin-right: 1rem; }
   section.failure { border-left: 4px solid #a11d17; padding-left: 1rem; margin-bottom: 1.5rem; }
+  /* the page's own line height and code font: the path_report dashboard shows this page inside a widget, whose
+     surroundings set a 28 px line height and a proportional font */
+  .sampan-report-page { line-height: 1.45; }
+  .sampan-report-page pre, .sampan-report-page code {
+    font-family: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", "Noto Sans Mono", monospace; }
+  .sampan-report-page pre { line-height: 1.35; white-space: pre; padding: .75rem; margin: .5rem 0; }
 </style>
 </head>
 <body>
+<main class="sampan-report-page">
 <h1>{{ t.heading }} &mdash; {{ t[r.mode] }}</h1>
 <div class="meta">
   {{ t.run_folder }} <code>{{ r.run_dir }}</code>{{ t.comma }}{{ t.started }} {{ r.started }}{% if r.finished %}{{ t.comma }}{{ t.finished }} {{ r.finished }}{% endif %}{{ t.stop }}
@@ -62,6 +69,7 @@ REPORT_HTML = """<!DOCTYPE html>
   {% if l.error.traceback %}<details><summary>{{ t.traceback }}</summary><pre>{{ l.error.traceback }}</pre></details>{% endif %}
 </section>
 {% endfor %}
+</main>
 </body>
 </html>
 """

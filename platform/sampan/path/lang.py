@@ -3,7 +3,8 @@
 A bilingual lesson declares ``{"sampan": {"languages": ["en", "zh"]}}`` in its notebook metadata. Its code
 cells are shared; every English Markdown cell (cell metadata ``{"sampan": {"lang": "en"}}``) is followed by
 its Chinese counterpart (``{"sampan": {"lang": "zh"}}``). :func:`build_notebook` keeps the shared cells
-and the cells of one language, so the two generated notebooks cannot differ in code. A lesson that is not
+and the cells of one language, so the two generated notebooks cannot differ in code; the comments of the shared
+code are translated from the notebook's metadata (:func:`translate_comments`). A lesson that is not
 bilingual yet builds unchanged in both languages (``sampan path list --lang zh`` marks it "（英文）").
 ``notebooks/CONTRIBUTING.md`` tells course authors how to write one.
 
@@ -123,11 +124,89 @@ def build_notebook(nb: Mapping, lang: str, nav: str | None = None) -> dict:
     lang = normalize_language(lang)
     out = copy.deepcopy(dict(nb))
     out["cells"] = [c for c in out["cells"] if cell_language(c) in (None, lang)]
+    table = comment_table(nb, lang)
     for cell in out["cells"]:
         if nav is not None and _GENERATED in (cell.get("metadata") or {}).get("tags", []):
             cell["source"] = nav
+        elif table and cell.get("cell_type") == "code":
+            cell["source"] = translate_comments(_source(cell), table)
     out.setdefault("metadata", {}).setdefault("sampan", {})["language"] = lang
     return out
+
+
+# The code cells are shared; their comments are written in English and translated in the notebook's metadata,
+# ``{"sampan": {"comments": {"zh": {"<English comment>": "<its Chinese>"}}}}`` (key: the text after "#").
+# not translated: tool directives, and the exercise marker that the feedback names (sampan.path.exercise)
+_DIRECTIVE = re.compile(r"^(noqa|type:|pragma|fmt:|pylint|doctest|isort|ruff)\b|^YOUR ANSWER$")
+_LETTERS = re.compile(r"[A-Za-z]{2,}")
+
+
+def comment_table(nb: Mapping, lang: str) -> dict[str, str]:
+    """The notebook's translations of its code comments into ``lang`` (empty for English or when it has none)."""
+    return dict(((nb.get("metadata") or {}).get("sampan", {}).get("comments") or {}).get(lang) or {})
+
+
+def code_comments(source: str) -> list[tuple[int, int, str]]:
+    """The Python comments of a code cell that are prose: ``(line index, column of "#", text after "#")``.
+
+    Tool directives (``# noqa``, ``# type: ...``) and comments without a word are left out; so is a cell that is
+    not Python (a ``%%`` cell magic such as ``%%writefile``); a line magic or shell line (``%``, ``!``) is skipped.
+
+    Example:
+        >>> from sampan.path.lang import code_comments
+        >>> code_comments('x = "#1"  # the first\\n# ----\\ny = x  # noqa: F841')
+        [(0, 10, 'the first')]
+    """
+    import io
+    import tokenize
+
+    if source.lstrip().startswith("%%"):
+        return []
+    lines = source.split("\n")
+    masked = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines)
+    found = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(masked).readline):
+            if token.type == tokenize.COMMENT:
+                text = token.string.lstrip("#").strip()
+                if text and _LETTERS.search(text) and not _DIRECTIVE.match(text):
+                    found.append((token.start[0] - 1, token.start[1], text))
+    except (tokenize.TokenError, SyntaxError):  # not Python after all: its comments stay as written
+        return []
+    return found
+
+
+def translate_comments(source: str, table: Mapping[str, str]) -> str:
+    """``source`` with each comment found in ``table`` (by its text after "#") replaced by its translation; the
+    code, the "#" and its column stay, so aligned comments stay aligned.
+
+    Example:
+        >>> from sampan.path.lang import translate_comments
+        >>> translate_comments("QUICK = True  # skip the slow checks", {"skip the slow checks": "跳过较慢的检查"})
+        'QUICK = True  # 跳过较慢的检查'
+    """
+    lines = source.split("\n")
+    for row, col, text in reversed(code_comments(source)):
+        if text in table:
+            line = lines[row]
+            marks = len(line[col:]) - len(line[col:].lstrip("#"))
+            lines[row] = f"{line[:col]}{'#' * marks} {table[text]}"
+    return "\n".join(lines)
+
+
+def comment_problems(nb: Mapping, lang: str) -> list[str]:
+    """The comments of ``nb``'s code cells with no translation into ``lang`` in its metadata, and the translations
+    of comments it no longer has (an empty list when the table matches the code)."""
+    table = comment_table(nb, lang)
+    texts = {text for cell in nb.get("cells", []) if cell.get("cell_type") == "code"
+             for _, _, text in code_comments(_source(cell))}
+    problems = [f"the code comment {text!r} has no {lang} translation in metadata.sampan.comments.{lang}"
+                for text in sorted(texts - set(table))]
+    problems += [f"metadata.sampan.comments.{lang} translates {text!r}, a comment no code cell has"
+                 for text in sorted(set(table) - texts)]
+    problems += [f"metadata.sampan.comments.{lang}[{text!r}] is not one line of text" for text, value in table.items()
+                 if not isinstance(value, str) or not value.strip() or "\n" in value]
+    return problems
 
 
 def check_bilingual(nb: Mapping) -> list[str]:
@@ -136,7 +215,8 @@ def check_bilingual(nb: Mapping) -> list[str]:
     Every Markdown cell must be marked ``en`` or ``zh`` (the generated ``sampan-nav`` line aside);
     each ``en`` cell is followed by its ``zh`` cell;
     a ``zh`` cell is Chinese (:func:`cjk_share` at least :data:`MIN_CJK_SHARE`); only Markdown cells
-    carry a language, so the code of the two built notebooks is the same.
+    carry a language, so the code of the two built notebooks is the same; every comment of the shared code has
+    its Chinese in ``metadata.sampan.comments.zh``, and nothing else is there (:func:`comment_problems`).
 
     Example:
         >>> from sampan.path.lang import check_bilingual
@@ -165,7 +245,7 @@ def check_bilingual(nb: Mapping) -> list[str]:
             if share < MIN_CJK_SHARE:
                 problems.append(f"cell {i} (zh) reads as English: {share:.0%} of its prose is Chinese, "
                                 f"expected at least {MIN_CJK_SHARE:.0%}")
-    return problems
+    return problems + comment_problems(nb, "zh")
 
 
 _STRIP = [re.compile(p, re.S) for p in (

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from sampan.path.lang import (
-    UNTRANSLATED_MARK, build_course, build_notebook, check_bilingual, cjk_share, default_language, lesson_title,
+    UNTRANSLATED_MARK, build_course, build_notebook, check_bilingual, cjk_share, code_comments, comment_problems,
+    default_language, lesson_title, translate_comments,
     localized, normalize_language,
 )
 
@@ -57,6 +58,41 @@ def test_building_keeps_shared_cells_and_one_language_in_order():
     assert [c["source"] for c in zh["cells"]] == ["# 标题", "x = 1", "完成。"]
     assert [c["source"] for c in en["cells"]] == ["# Title", "x = 1", "Done."]
     assert zh["metadata"]["sampan"]["language"] == "zh" and len(nb["cells"]) == 5  # the source is untouched
+
+
+def test_the_chinese_build_translates_the_comments_of_the_shared_code():
+    code = ("QUICK = True       # skip the slow checks\n"
+            "SEED = 0           # the same numbers every run\n"
+            "url = 'http://x/#top'  # a '#' in a string is code\n"
+            "# YOUR ANSWER\n"
+            "y = 1  # noqa: F841\n"
+            "## two marks, one comment")
+    cpp = _code("%%writefile k.cpp\n// a C++ comment # not Python")
+    nb = _lesson(_md("Hi", "en"), _md("你好", "zh"), _code(code), cpp)
+    assert [text for _, _, text in code_comments(code)] == [
+        "skip the slow checks", "the same numbers every run", "a '#' in a string is code", "two marks, one comment"]
+    nb["metadata"]["sampan"]["comments"] = {"zh": {"skip the slow checks": "跳过较慢的检查",
+                                                   "the same numbers every run": "每次运行得到相同的数",
+                                                   "a '#' in a string is code": "字符串里的 '#' 是代码",
+                                                   "two marks, one comment": "两个井号，一条注释"}}
+    zh, en = build_notebook(nb, "zh"), build_notebook(nb, "en")
+    assert zh["cells"][1]["source"].split("\n") == [
+        "QUICK = True       # 跳过较慢的检查",  # the code and the "#" column stay: aligned comments stay aligned
+        "SEED = 0           # 每次运行得到相同的数",
+        "url = 'http://x/#top'  # 字符串里的 '#' 是代码",
+        "# YOUR ANSWER",  # the exercise marker the feedback names, and tool directives, stay as written
+        "y = 1  # noqa: F841",
+        "## 两个井号，一条注释"]
+    assert en["cells"][1]["source"] == code and zh["cells"][2]["source"] == nb["cells"][3]["source"]
+    assert check_bilingual(nb) == []
+    del nb["metadata"]["sampan"]["comments"]["zh"]["skip the slow checks"]
+    nb["metadata"]["sampan"]["comments"]["zh"]["a comment since deleted"] = "已删除的注释"
+    assert comment_problems(nb, "zh") == [
+        "the code comment 'skip the slow checks' has no zh translation in metadata.sampan.comments.zh",
+        "metadata.sampan.comments.zh translates 'a comment since deleted', a comment no code cell has"]
+    assert check_bilingual(nb) == comment_problems(nb, "zh")
+    assert build_notebook(nb, "zh")["cells"][1]["source"].startswith("QUICK = True       # skip the slow checks\n")
+    assert translate_comments("def f(:  # broken", {"broken": "坏的"}) == "def f(:  # broken"  # not Python: as is
 
 
 def test_a_complete_bilingual_lesson_has_no_problems():

@@ -67,3 +67,25 @@ def test_the_monitors_note_under_its_table_is_chinese(monkeypatch):
     note = GpuReader(use_nvml=False).note  # None on a machine with a CUDA GPU, which has nothing to explain
     row = monitor.sampler.latest
     assert note is None or "没有找到 NVIDIA GPU：只显示主机的数据。" in status_html(row, note=note)
+
+
+def test_chinese_labels_keep_their_font_after_the_style_is_reset():
+    """The widgets' pictures put the CJK font back among matplotlib's fallbacks before every figure: a first figure
+    drawn inside an ``rc_context`` (or a ``plt.style.use`` / ``rcdefaults`` later) dropped it, and every Chinese
+    label after that was drawn as boxes."""
+    import warnings
+
+    import matplotlib
+
+    from sampan_widgets._draw import new_figure, to_png
+
+    with matplotlib.rc_context():  # the test leaves the process's settings as they were
+        with matplotlib.rc_context():
+            new_figure()  # a first figure in a context whose end restores the fonts
+        matplotlib.rcdefaults()  # as plt.style.use or rcdefaults in a learner's notebook
+        fig = new_figure(3, 2)
+        fig.add_subplot().set_title("预测类别与真实类别")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            to_png(fig)
+    assert not [w for w in caught if "missing from font" in str(w.message)], [str(w.message) for w in caught]

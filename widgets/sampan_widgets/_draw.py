@@ -26,13 +26,19 @@ def new_figure(width: float = 6.4, height: float = 3.0, dpi: int = 100):
     return fig
 
 
-def _cjk_labels(done: list[bool] = []) -> None:  # noqa: B006 (once per process)
-    """Chinese labels draw with an installed CJK font (sampan.utils.fonts), checked once per process."""
-    if not done:
-        from sampan.utils.fonts import use_cjk_font
+def _cjk_labels(found: list[str | None] = []) -> None:  # noqa: B006 (the font is looked up once per process)
+    """Chinese labels draw with an installed CJK font (sampan.utils.fonts): looked up once per process, and put
+    back among matplotlib's font fallbacks before every figure, since ``plt.style.use``, ``rcdefaults`` or the
+    end of an ``rc_context`` that was open at the first figure drop it."""
+    import matplotlib
 
-        use_cjk_font(warn=False)
-        done.append(True)
+    if not found:
+        from sampan.utils.fonts import cjk_font
+
+        found.append(cjk_font())
+    families = list(matplotlib.rcParams["font.family"])
+    if found[0] and found[0] not in families:
+        matplotlib.rcParams["font.family"] = families + [found[0]]
 
 
 def literal(text: object) -> str:

@@ -1,7 +1,7 @@
 """Every lesson and dashboard that declares itself bilingual (``metadata.sampan.languages: [en, zh]``) is
 complete: each English Markdown cell has its Chinese counterpart, the Chinese reads as Chinese, each comment of
-the shared code has its Chinese, and the two notebooks built from it have identical code but for the comments
-(notebooks/CONTRIBUTING.md)."""
+the shared code has its Chinese, and the two notebooks built from it have identical code but for the comments and
+the text the code shows (notebooks/CONTRIBUTING.md)."""
 from __future__ import annotations
 
 import io
@@ -11,7 +11,8 @@ import tokenize
 import pytest
 
 from lesson_helpers import lesson_run, outputs_text
-from sampan.path.lang import build_notebook, check_bilingual, comment_table, is_bilingual, notebook_languages
+from sampan.path.lang import (build_notebook, check_bilingual, comment_table, is_bilingual, notebook_languages,
+                               string_table, translate_strings)
 from sampan.utils.io import repo_root
 
 NOTEBOOKS = repo_root() / "notebooks"
@@ -23,10 +24,9 @@ def _id(path):
     return path.relative_to(NOTEBOOKS).as_posix()
 
 
-def _code_only(cell) -> str:
-    """A cell's source with its comments cut (the two languages' code differs in comments only); a cell that is not
-    Python (``%%writefile``) as it is."""
-    source = "".join(cell["source"])
+def _code_only(source) -> str:
+    """A cell's source with its comments cut; a cell that is not Python (``%%writefile``) as it is."""
+    source = "".join(source)
     if source.lstrip().startswith("%%"):
         return source
     lines = source.split("\n")
@@ -56,10 +56,12 @@ def test_every_bilingual_lesson_is_complete_with_identical_code(notebook):
     nb = json.loads(notebook.read_text(encoding="utf-8"))
     assert check_bilingual(nb) == [], f"{_id(notebook)} is not fully bilingual"
     en, zh = build_notebook(nb, "en"), build_notebook(nb, "zh")
-    assert [_code_only(c) for c in en["cells"] if c["cell_type"] != "markdown"] == \
-        [_code_only(c) for c in zh["cells"] if c["cell_type"] != "markdown"]
+    strings = string_table(nb, "zh")  # the text the code shows, translated literal by literal
+    en_code = [_code_only(translate_strings("".join(c["source"]), strings)) for c in en["cells"]
+               if c["cell_type"] != "markdown"]
+    assert en_code == [_code_only(c["source"]) for c in zh["cells"] if c["cell_type"] != "markdown"]
     changed = [c for c in zh["cells"] if c["cell_type"] == "code" and c not in en["cells"]]
-    assert bool(changed) == bool(comment_table(nb, "zh")), "the Chinese build translates the comments it has"
+    assert bool(changed) == bool(comment_table(nb, "zh") or strings), "the Chinese build translates what it has"
     kinds = [[c["cell_type"] for c in built["cells"]] for built in (en, zh)]
     assert kinds[0] == kinds[1], f"{_id(notebook)}: the cell layouts of the two languages differ"
 

@@ -4,7 +4,8 @@ A bilingual lesson declares ``{"sampan": {"languages": ["en", "zh"]}}`` in its n
 cells are shared; every English Markdown cell (cell metadata ``{"sampan": {"lang": "en"}}``) is followed by
 its Chinese counterpart (``{"sampan": {"lang": "zh"}}``). :func:`build_notebook` keeps the shared cells
 and the cells of one language, so the two generated notebooks cannot differ in code; the comments of the shared
-code are translated from the notebook's metadata (:func:`translate_comments`). A lesson that is not
+code, and the text it prints or draws, are translated from the notebook's metadata (:func:`translate_comments`,
+:func:`translate_strings`). A lesson that is not
 bilingual yet builds unchanged in both languages (``sampan path list --lang zh`` marks it "（英文）").
 ``notebooks/CONTRIBUTING.md`` tells course authors how to write one.
 
@@ -124,12 +125,12 @@ def build_notebook(nb: Mapping, lang: str, nav: str | None = None) -> dict:
     lang = normalize_language(lang)
     out = copy.deepcopy(dict(nb))
     out["cells"] = [c for c in out["cells"] if cell_language(c) in (None, lang)]
-    table = comment_table(nb, lang)
+    table, strings = comment_table(nb, lang), string_table(nb, lang)
     for cell in out["cells"]:
         if nav is not None and _GENERATED in (cell.get("metadata") or {}).get("tags", []):
             cell["source"] = nav
-        elif table and cell.get("cell_type") == "code":
-            cell["source"] = translate_comments(_source(cell), table)
+        elif (table or strings) and cell.get("cell_type") == "code":
+            cell["source"] = translate_strings(translate_comments(_source(cell), table), strings)
     out.setdefault("metadata", {}).setdefault("sampan", {})["language"] = lang
     return out
 
@@ -194,6 +195,73 @@ def translate_comments(source: str, table: Mapping[str, str]) -> str:
     return "\n".join(lines)
 
 
+def string_table(nb: Mapping, lang: str) -> dict[str, str]:
+    """The notebook's translations of the text its code shows (``metadata.sampan.strings.<lang>``): ``{string
+    literal as written in the code: the literal that replaces it}``, e.g. ``{'f"test accuracy: {acc:.2%}"':
+    'f"测试准确率：{acc:.2%}"'}``; empty for English or when it has none."""
+    return dict(((nb.get("metadata") or {}).get("sampan", {}).get("strings") or {}).get(lang) or {})
+
+
+def translate_strings(source: str, table: Mapping[str, str]) -> str:
+    """``source`` with every occurrence of each string literal of ``table`` replaced by its translation (the
+    longest first, so a literal inside a longer one is not cut).
+
+    Example:
+        >>> from sampan.path.lang import translate_strings
+        >>> translate_strings('print(f"{n} images")', {'f"{n} images"': 'f"{n} 张图像"'})
+        'print(f"{n} 张图像")'
+    """
+    for literal in sorted(table, key=len, reverse=True):
+        source = source.replace(literal, table[literal])
+    return source
+
+
+def _literal_fields(literal: Any) -> list[str] | None:
+    """The replacement fields of a string literal's source (``[]`` for a plain string), or None when it is not
+    exactly one string literal."""
+    import ast
+
+    try:
+        node = ast.parse(literal, mode="eval").body if isinstance(literal, str) else None
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return []
+    if isinstance(node, ast.JoinedStr):
+        return sorted(ast.dump(v) for v in node.values if isinstance(v, ast.FormattedValue))
+    return None
+
+
+def string_problems(nb: Mapping, lang: str) -> list[str]:
+    """What is wrong with ``nb``'s string translations into ``lang``: an entry that is not one string literal on
+    both sides, a translation whose f-string fields (``{expression:format}``) differ from the original's, an entry
+    for a literal no code cell has, a code cell that no longer parses once translated."""
+    import ast
+
+    table, problems = string_table(nb, lang), []
+    where = f"metadata.sampan.strings.{lang}"
+    codes = [(i, _source(c)) for i, c in enumerate(nb.get("cells", [])) if c.get("cell_type") == "code"]
+    for literal, translated in table.items():
+        fields, new = _literal_fields(literal), _literal_fields(translated)
+        if fields is None or new is None:
+            problems.append(f"{where}[{literal!r}]: both sides must be one string literal as written in Python, "
+                            f"quotes included; got {translated!r}")
+        elif fields != new:
+            problems.append(f"{where}[{literal!r}]: the translation {translated!r} changes the f-string's fields")
+        if not any(literal in code for _, code in codes):
+            problems.append(f"{where} translates {literal!r}, which no code cell has")
+    for i, code in codes if table else ():
+        built = translate_strings(code, table)
+        if built == code or code.lstrip().startswith("%%"):
+            continue
+        try:
+            ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in built.split("\n")))
+        except SyntaxError as exc:
+            problems.append(f"cell {i} does not parse once its strings are translated ({lang}): {exc.msg}, "
+                            f"line {exc.lineno}")
+    return problems
+
+
 def comment_problems(nb: Mapping, lang: str) -> list[str]:
     """The comments of ``nb``'s code cells with no translation into ``lang`` in its metadata, and the translations
     of comments it no longer has (an empty list when the table matches the code)."""
@@ -216,7 +284,8 @@ def check_bilingual(nb: Mapping) -> list[str]:
     each ``en`` cell is followed by its ``zh`` cell;
     a ``zh`` cell is Chinese (:func:`cjk_share` at least :data:`MIN_CJK_SHARE`); only Markdown cells
     carry a language, so the code of the two built notebooks is the same; every comment of the shared code has
-    its Chinese in ``metadata.sampan.comments.zh``, and nothing else is there (:func:`comment_problems`).
+    its Chinese in ``metadata.sampan.comments.zh``, and nothing else is there (:func:`comment_problems`); the
+    translations of the text the code shows are sound (:func:`string_problems`).
 
     Example:
         >>> from sampan.path.lang import check_bilingual
@@ -245,7 +314,7 @@ def check_bilingual(nb: Mapping) -> list[str]:
             if share < MIN_CJK_SHARE:
                 problems.append(f"cell {i} (zh) reads as English: {share:.0%} of its prose is Chinese, "
                                 f"expected at least {MIN_CJK_SHARE:.0%}")
-    return problems + comment_problems(nb, "zh")
+    return problems + comment_problems(nb, "zh") + string_problems(nb, "zh")
 
 
 _STRIP = [re.compile(p, re.S) for p in (

@@ -8,7 +8,7 @@ import pytest
 
 from sampan.path.lang import (
     UNTRANSLATED_MARK, build_course, build_notebook, check_bilingual, cjk_share, code_comments, comment_problems,
-    default_language, lesson_title, translate_comments,
+    default_language, lesson_title, string_problems, translate_comments,
     localized, normalize_language,
 )
 
@@ -93,6 +93,32 @@ def test_the_chinese_build_translates_the_comments_of_the_shared_code():
     assert check_bilingual(nb) == comment_problems(nb, "zh")
     assert build_notebook(nb, "zh")["cells"][1]["source"].startswith("QUICK = True       # skip the slow checks\n")
     assert translate_comments("def f(:  # broken", {"broken": "坏的"}) == "def f(:  # broken"  # not Python: as is
+
+
+def test_the_chinese_build_translates_the_text_the_code_shows():
+    code = ('print(f"test accuracy: {acc:.2%}")  # the accuracy\n'
+            'history["loss"]; plt.title("loss")\n'
+            'plt.title("loss curve")')
+    nb = _lesson(_md("Hi", "en"), _md("你好", "zh"), _code(code))
+    nb["metadata"]["sampan"]["comments"] = {"zh": {"the accuracy": "准确率"}}
+    nb["metadata"]["sampan"]["strings"] = {"zh": {'f"test accuracy: {acc:.2%}"': 'f"测试准确率：{acc:.2%}"',
+                                                  '"loss curve"': '"损失曲线"'}}
+    assert build_notebook(nb, "zh")["cells"][1]["source"] == (
+        'print(f"测试准确率：{acc:.2%}")  # 准确率\n'
+        'history["loss"]; plt.title("loss")\n'  # "loss" is another literal: a key the code reads, left as is
+        'plt.title("损失曲线")')
+    assert build_notebook(nb, "en")["cells"][1]["source"] == code and check_bilingual(nb) == []
+    strings = nb["metadata"]["sampan"]["strings"]["zh"]
+    strings.update({'f"test accuracy: {acc:.2%}"': 'f"测试准确率：{acc}"', '"loss curve"': "损失曲线", '"gone"': '"没了"',
+                    '"loss"': '"损失")'})
+    problems = string_problems(nb, "zh")
+    assert problems[0].endswith("changes the f-string's fields")  # {acc:.2%} became {acc}
+    assert "both sides must be one string literal" in problems[1]  # the quotes were lost
+    assert problems[2] == "metadata.sampan.strings.zh translates '\"gone\"', which no code cell has"
+    assert "both sides must be one string literal" in problems[3]  # '"损失")' is not one literal...
+    assert problems[4].startswith("cell 2 does not parse once its strings are translated (zh)")  # ...nor code
+    assert len(problems) == 5
+    assert check_bilingual(nb) == problems
 
 
 def test_a_complete_bilingual_lesson_has_no_problems():

@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def executed():
-    return lesson_run(LESSON)  # the same run as test_courses.py's (in Chinese: the code is the English one)
+    return lesson_run(LESSON)  # the same run as test_courses.py's, in Chinese: its printed words are translated
 
 
 def test_lesson_converts_explains_exports_and_serves(executed):
@@ -30,15 +30,15 @@ def test_lesson_converts_explains_exports_and_serves(executed):
 def test_lesson_shows_the_fallback_warning_and_the_input_check(executed):
     text = outputs_text(executed[1])
     assert "if x.abs().max() > 10:" in text and "torch.where" in text
-    assert "status: eager" in text
-    assert "bad input -> input 'image' has dtype float64" in text
+    assert "状态： eager" in text  # "status:", from the lesson's Chinese strings
+    assert "错误输入 -> input 'image' has dtype float64" in text  # the predictor's own message stays English
 
 
 def test_exports_go_to_the_lesson_work_folder_not_the_course(executed):
     work = lesson_data_dir(LESSON) / "lessons" / "develop_dynamic_deploy_static"
     assert (work / "lenet.pt2").is_file() and (work / "lenet.onnx").is_file() and (work / "lenet.meta.json").is_file()
     assert not list(LESSON.parent.glob("lenet.*"))
-    assert f"exporting into {work}" in outputs_text(executed[1])
+    assert f"导出到 {work}" in outputs_text(executed[1])
 
 
 def test_the_check_fails_an_unclipped_net_and_a_graph_break(tmp_path, monkeypatch):

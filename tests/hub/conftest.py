@@ -44,7 +44,7 @@ class Hub:
         # can run, and this one may lie in root's private home (tests/security/test_classroom_service.py checks it)
         env = {**os.environ, "SAMPAN_HUB_TEACHER_PASSWORD": TEACHER_PASSWORD, "SAMPAN_HUB_LEARNER_USER": "root",
                **self.extra_env}
-        cmd = [sys.executable, "-m", "sampan", "hub", "--port", str(self.port), "--dir", str(self.dir)]
+        cmd = [sys.executable, "-m", "sampan", "hub", "--port", str(self.port), "--dir", str(self.dir), "--lang", "en"]
         if self.roster:
             cmd += ["--roster", str(self.roster)]
         self.proc = subprocess.Popen(cmd, env=env, stdout=open(self.log, "a"), stderr=subprocess.STDOUT,

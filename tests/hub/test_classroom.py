@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from sampan.hub.service import course
@@ -100,6 +101,10 @@ def test_a_lesson_in_a_learners_kernel_reaches_the_teacher_dashboard(hub):
     assert f"{EXERCISES - 1}/{EXERCISES} exercises right" in out and "complete" in out
     # the learner's own copy of the course was made in her home on the first spawn
     assert (hub.dir / "users" / "alice" / "course" / "path.yaml").is_file()
+    # in the class's language (--lang en): one language a notebook, not the bilingual source
+    lesson = nbformat.read(hub.dir / "users" / "alice" / "course" / "01-beginner" / f"{LESSON}.ipynb", as_version=4)
+    assert lesson.metadata["sampan"]["language"] == "en"
+    assert {c.metadata.get("sampan", {}).get("lang") for c in lesson.cells} <= {None, "en"}
 
     for who in ("teacher", "ta"):
         token = hub.admin_token() if who == "teacher" else hub.token_for("ta")

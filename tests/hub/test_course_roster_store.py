@@ -13,7 +13,7 @@ import pytest
 
 from sampan.hub.client import post_event
 from sampan.hub.course import main as course_main
-from sampan.hub.course import sync_course
+from sampan.hub.course import LOCALE_SETTINGS, sync_course
 from sampan.hub.progress_store import ProgressStore
 from sampan.hub.roster import read_roster
 from sampan.hub.service import PAGED, hub_users
@@ -94,11 +94,12 @@ def test_the_spawner_prepares_a_home_in_a_fresh_process_that_loads_no_torch(tmp_
     home = tmp_path / "home"
     home.mkdir()
     code = _PREPARE + "assert not {'torch', 'numpy'} & set(sys.modules), sorted(sys.modules)\n"
-    done = subprocess.run([sys.executable, "-s", "-c", code, str(home), str(course), ""], capture_output=True,
+    done = subprocess.run([sys.executable, "-s", "-c", code, str(home), str(course), "", "zh"], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout.splitlines()[-1])[0] == ["lessons/a.ipynb"]
     assert (home / "course" / "lessons" / "a.ipynb").read_text() == "{}"
+    assert json.loads((home / LOCALE_SETTINGS).read_text()) == {"locale": "zh_CN"}  # a Chinese class's menus
 
 
 def test_a_roster_saved_by_a_spreadsheet_reads_and_a_duplicate_is_refused(tmp_path):

@@ -340,6 +340,7 @@ def _learners_as_nobody(base, tmp_path, monkeypatch) -> None:
 
     from sampan.hub.config import HubSettings, configure
     from sampan.hub import spawner as spawner_module
+    from sampan.hub.course import LOCALE_SETTINGS
     from sampan.hub.spawner import SampanSpawner, _hand_over
 
     base.chmod(0o755)
@@ -384,12 +385,12 @@ def _learners_as_nobody(base, tmp_path, monkeypatch) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
     monkeypatch.setattr(spawner_module, "PYTHON", "/usr/bin/python3")
     monkeypatch.setenv("PYTHONPATH", str(base / "code"))
-    learner = SimpleNamespace(learner_user="nobody", course_dir=str(course), datasets_dir=str(base),
+    learner = SimpleNamespace(learner_user="nobody", course_dir=str(course), datasets_dir=str(base), lang="zh",
                               user=SimpleNamespace(name="alice"),
                               log=SimpleNamespace(error=lambda *a: pytest.fail(a[0] % a[1:])))
     report = SampanSpawner._prepare_as_learner(learner, home)
     assert report.copied == ["lessons/a.ipynb"]
-    made = [home / "course" / "lessons" / "a.ipynb", home / ".jupyter", home / "datasets"]
+    made = [home / "course" / "lessons" / "a.ipynb", home / ".jupyter", home / "datasets", home / LOCALE_SETTINGS]
     assert all(p.lstat().st_uid == nobody.pw_uid for p in made)  # written by the learner's own process
     spawner = SimpleNamespace(learner_user="nobody", home_dir=str(home))
     preexec = SampanSpawner.make_preexec_fn(spawner, "alice")

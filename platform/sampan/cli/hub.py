@@ -4,7 +4,10 @@ Starts JupyterHub with configurable-http-proxy on 127.0.0.1 (``--ip`` for a LAN
 address: then give ``--ssl-cert``/``--ssl-key``, see docs/CLASSROOM.md). Learners
 sign up at ``/hub/signup`` and wait for a teacher's approval (students on
 ``--roster`` are approved in advance); each gets their own JupyterLab with the
-Sampan kernel and their own copy of the course. A teacher's account is created
+Sampan kernel and their own copy of the course, built in the class's language
+(``--lang zh``: the lessons, their code's comments and printed words, the
+exercises' feedback and JupyterLab's menus in Chinese; default from the locale).
+A teacher's account is created
 at the first start with that teacher (``--teacher`` or the roster) from
 ``$SAMPAN_HUB_TEACHER_PASSWORD`` or a prompt (never a command-line argument).
 The teacher dashboard is at ``/services/progress/``. Every learner's server
@@ -15,6 +18,7 @@ or the hub refuses to start.
 Examples:
     sampan hub
     sampan hub --roster class.csv --teacher kim --port 8000
+    sampan hub --lang zh --roster class.csv
     sampan hub --ip 192.168.1.10 --ssl-cert hub.crt --ssl-key hub.key
     SAMPAN_HUB_LEARNER_USER=sampan-learner sampan hub --dir /srv/sampan-hub   # as root
 """
@@ -28,7 +32,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from sampan.cli._args import port as port_type
+from sampan.cli._args import add_lang_argument, chosen_language, port as port_type
 
 
 def add_parser(subparsers) -> None:
@@ -44,6 +48,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--cull-timeout", type=int, default=None,
                         help="stop servers idle this many seconds (default $SAMPAN_HUB_CULL_TIMEOUT or 3600)")
     parser.add_argument("--dry-run", action="store_true", help="print the command and settings instead")
+    add_lang_argument(parser)  # the class's language: the course each learner gets, their kernels and JupyterLab
 
 
 def config_file() -> Path:
@@ -72,7 +77,8 @@ def environment(args) -> dict[str, str]:
     for name in args.teacher.split(","):
         check_username(name, where="--teacher")
     env = {"SAMPAN_HUB_DIR": str(Path(args.dir).resolve() if args.dir else data_home() / "hub"),
-           "SAMPAN_HUB_IP": args.ip, "SAMPAN_HUB_PORT": str(args.port or free_port()), "SAMPAN_HUB_TEACHER": args.teacher}
+           "SAMPAN_HUB_IP": args.ip, "SAMPAN_HUB_PORT": str(args.port or free_port()),
+           "SAMPAN_HUB_TEACHER": args.teacher, "SAMPAN_HUB_LANG": chosen_language(args)}
     if args.cull_timeout is not None:
         env["SAMPAN_HUB_CULL_TIMEOUT"] = str(check_int("--cull-timeout", args.cull_timeout))
     if args.roster:

@@ -60,7 +60,6 @@ def add_parser(subparsers) -> None:
 
 # JupyterLab's own setting for its UI language (the language pack jupyterlab-language-pack-zh-CN brings zh_CN)
 TRANSLATION_PLUGIN = "@jupyterlab/translation-extension:plugin"
-LAB_LOCALES = {"zh": "zh_CN"}
 
 
 def lang_settings_dir(lang: str) -> Path:
@@ -81,6 +80,7 @@ def install_lang_settings(lang: str) -> Path:
     """Writes the UI locale into :func:`lang_settings_dir` unless the learner already has a language setting there."""
     import json
 
+    from sampan.hub.course import LAB_LOCALES  # the hub seeds the same setting in a learner's home
     from sampan.utils.io import atomic_write_text
 
     package, plugin = TRANSLATION_PLUGIN.split(":")

@@ -26,7 +26,7 @@ import os
 import shutil
 import stat
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sampan.errors import bad_argument
@@ -70,9 +70,11 @@ class HubSettings:
     live: str = "auto"
     live_user: str = "nobody"
     learner_user: str = ""
+    lang: str = "en"  # the class's language: the course built in it, the kernels' and JupyterLab's language
 
     @classmethod
     def from_env(cls, env=os.environ) -> "HubSettings":
+        from sampan.path.lang import default_language, normalize_language
         from sampan.utils.io import data_home, repo_root
 
         roster = read_roster(env["SAMPAN_HUB_ROSTER"]) if env.get("SAMPAN_HUB_ROSTER") else {}
@@ -91,6 +93,7 @@ class HubSettings:
             ssl_cert=env.get("SAMPAN_HUB_SSL_CERT", ""), ssl_key=env.get("SAMPAN_HUB_SSL_KEY", ""),
             live=env.get("SAMPAN_HUB_LIVE", "auto"), live_user=env.get("SAMPAN_HUB_LIVE_USER", "nobody"),
             learner_user=env.get(LEARNER_USER_ENV, ""),
+            lang=normalize_language(env.get("SAMPAN_HUB_LANG") or default_language(env), "SAMPAN_HUB_LANG"),
         )
 
     @property
@@ -215,6 +218,17 @@ def live_service(plan: LivePlan, live_dir: Path) -> dict:
     return service
 
 
+def class_course(s: HubSettings) -> str:
+    """The course the learners get: ``s.course_dir`` built in the class's language (one language a notebook, the
+    code's comments and printed words translated: :func:`sampan.path.lang.build_course`) into
+    ``<hub dir>/course/<lang>``, rebuilt where the source changed; ``""`` without a course."""
+    if not s.course_dir or not Path(s.course_dir).is_dir():
+        return ""
+    from sampan.path.lang import build_course
+
+    return str(build_course(s.lang, s.hub_dir / "course" / s.lang, s.course_dir))
+
+
 def configure(c, settings: HubSettings | None = None) -> HubSettings:
     """Fills a JupyterHub config object ``c`` for one class on one machine; returns the settings used."""
     import nativeauthenticator
@@ -222,6 +236,7 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     s = settings or HubSettings.from_env()
     s.hub_dir.mkdir(parents=True, exist_ok=True)
     (s.hub_dir / "users").mkdir(exist_ok=True)
+    s = replace(s, course_dir=class_course(s))
     c.JupyterHub.bind_url = s.public_url
     c.JupyterHub.hub_ip, c.JupyterHub.hub_port = "127.0.0.1", free_port()
     c.JupyterHub.db_url = s.hub_db_url
@@ -249,6 +264,7 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     c.JupyterHub.spawner_class = "sampan.hub.spawner.SampanSpawner"
     c.SimpleLocalProcessSpawner.home_dir_template = str(s.hub_dir / "users" / "{username}")
     c.SampanSpawner.course_dir, c.SampanSpawner.datasets_dir = s.course_dir, s.datasets_dir
+    c.SampanSpawner.lang = s.lang
     c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
     c.Spawner.default_url = "/lab/tree/course/index.ipynb" if s.course_dir else "/lab"
     c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
@@ -257,6 +273,7 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     c.Spawner.environment = {
         "SAMPAN_PROGRESS_URL": f"{s.public_url}services/{SERVICE}/api/events",
         "JUPYTERHUB_ACTIVITY_INTERVAL": str(s.activity_interval),
+        "SAMPAN_LANG": s.lang,  # the exercises' feedback, the dashboards and reports speak the class's language
     }
     c.Spawner.start_timeout = c.Spawner.http_timeout = 120
 

@@ -94,9 +94,16 @@ def sync_course(source: Path, dest: Path) -> SyncReport:
 NEWS_SETTINGS = ".jupyter/lab/user-settings/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
 
 
-def prepare_home(home: Path, course_dir: str = "", datasets_dir: str = "") -> SyncReport:
+# JupyterLab's UI language setting, the one `sampan lab --lang` seeds too; the locale per course language other
+# than English (jupyterlab-language-pack-zh-CN brings zh_CN). Kept here: the prepare process imports no more.
+LOCALE_SETTINGS = ".jupyter/lab/user-settings/@jupyterlab/translation-extension/plugin.jupyterlab-settings"
+LAB_LOCALES = {"zh": "zh_CN"}
+
+
+def prepare_home(home: Path, course_dir: str = "", datasets_dir: str = "", lang: str = "en") -> SyncReport:
     """What a learner's home holds before their server starts: the course synced into ``~/course``,
-    JupyterLab's news check off (offline first), ``~/datasets`` linked to the shared datasets.
+    JupyterLab's news check off (offline first), ``~/datasets`` linked to the shared datasets, and for a class in
+    another language than English JupyterLab's menus in it (unless the learner chose a language already).
 
     The hub runs it in its own process, or, when the servers run as a learner account
     (``SAMPAN_HUB_LEARNER_USER``), in a process of that account: a hub run as root never writes in a folder
@@ -105,10 +112,14 @@ def prepare_home(home: Path, course_dir: str = "", datasets_dir: str = "") -> Sy
     report = SyncReport()
     if course_dir and Path(course_dir).is_dir():
         report = sync_course(Path(course_dir), home / "course")
-    news = home / NEWS_SETTINGS
-    if not news.exists():
-        news.parent.mkdir(parents=True, exist_ok=True)
-        news.write_text('{"fetchNews": "false", "checkForUpdates": false}\n', encoding="utf-8")
+    seeds = [(NEWS_SETTINGS, '{"fetchNews": "false", "checkForUpdates": false}\n')]
+    if lang in LAB_LOCALES:
+        seeds.append((LOCALE_SETTINGS, f'{{"locale": "{LAB_LOCALES[lang]}"}}\n'))
+    for rel, text in seeds:
+        setting = home / rel
+        if not setting.exists() and not setting.is_symlink():
+            setting.parent.mkdir(parents=True, exist_ok=True)
+            setting.write_text(text, encoding="utf-8")
     link = home / "datasets"
     if datasets_dir and not link.exists() and not link.is_symlink():
         link.symlink_to(Path(datasets_dir), target_is_directory=True)

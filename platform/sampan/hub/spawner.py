@@ -37,7 +37,7 @@ PREPARE_SECONDS = 120
 _PREPARE = ("import json, sys\n"
             "from pathlib import Path\n"
             "from sampan.hub.course import prepare_home\n"
-            "r = prepare_home(Path(sys.argv[1]), sys.argv[2], sys.argv[3])\n"
+            "r = prepare_home(Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4])\n"
             "print(json.dumps([r.copied, r.updated, r.kept]))\n")
 
 
@@ -47,6 +47,7 @@ class SampanSpawner(SimpleLocalProcessSpawner):
     course_dir = Unicode("", config=True, help="the course to copy into each learner's ~/course")
     datasets_dir = Unicode("", config=True, help="shared datasets, linked as ~/datasets")
     learner_user = Unicode("", config=True, help="the Unix account the servers run as (empty: the hub's own)")
+    lang = Unicode("en", config=True, help="the class's language: JupyterLab's UI language in a new home")
 
     async def start(self):
         home = Path(self.home_dir)
@@ -55,7 +56,7 @@ class SampanSpawner(SimpleLocalProcessSpawner):
             _hand_over(home, self.learner_user)
             report = await asyncio.to_thread(self._prepare_as_learner, home)
         else:
-            report = prepare_home(home, self.course_dir, self.datasets_dir)
+            report = prepare_home(home, self.course_dir, self.datasets_dir, self.lang)
         if report is not None:
             self.log.info("course for %s: %d copied, %d updated, %d kept (edited by the learner)",
                           self.user.name, len(report.copied), len(report.updated), len(report.kept))
@@ -75,7 +76,8 @@ class SampanSpawner(SimpleLocalProcessSpawner):
                "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
         # -s -P: neither the learner's user site nor the working folder on sys.path; output read up to 64 KiB and
         # the process group killed after PREPARE_SECONDS (the learner's files could make it print or hang)
-        proc = subprocess.Popen([PYTHON, "-s", "-P", "-c", _PREPARE, str(home), self.course_dir, self.datasets_dir],
+        proc = subprocess.Popen([PYTHON, "-s", "-P", "-c", _PREPARE, str(home), self.course_dir, self.datasets_dir,
+                                 self.lang],
                                 env=env, cwd="/", preexec_fn=set_user_setuid(self.learner_user, chdir=False),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         output = _read_bounded(proc, deadline=time.monotonic() + PREPARE_SECONDS, limit=1 << 16)

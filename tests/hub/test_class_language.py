@@ -35,6 +35,7 @@ def test_a_chinese_class_gets_the_chinese_course_kernels_and_menus(tmp_path):
     home = tmp_path / "hub" / "users" / "lee"
     report = prepare_home(home, s.course_dir, "", s.lang)
     assert str(LESSON) in report.copied and (home / "course" / LESSON).read_bytes() == (built / LESSON).read_bytes()
+    assert list(built.rglob("*.built")) and not list((home / "course").rglob("*.built"))  # the build's stamps
     assert json.loads((home / LOCALE_SETTINGS).read_text()) == {"locale": "zh_CN"}  # JupyterLab's menus
 
 
@@ -72,3 +73,26 @@ def test_the_class_language_comes_from_the_cli_or_the_locale(tmp_path, capsys, m
     assert HubSettings.from_env({"SAMPAN_HUB_DIR": str(tmp_path), "LANG": "C.UTF-8"}).lang == "en"
     with pytest.raises(ValueError, match="Expected `SAMPAN_HUB_LANG` to be one of en, zh"):
         HubSettings.from_env({"SAMPAN_HUB_DIR": str(tmp_path), "SAMPAN_HUB_LANG": "klingon"})
+
+
+def test_the_deploys_hook_syncs_the_course_built_in_the_pods_language(tmp_path, monkeypatch, capsys):
+    """`python -m sampan.hub.course SOURCE DEST [LANG]` (Kubernetes' postStart, the Slurm batch script): with
+    $SAMPAN_LANG set (values.yaml's singleuser.extraEnv), the learner gets the course in that language."""
+    from sampan.hub.course import main as course_main
+
+    home = tmp_path / "jovyan"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SAMPAN_LANG", "zh")
+    assert course_main([str(NOTEBOOKS), str(home / "course")]) == 0
+    lesson = json.loads((home / "course" / LESSON).read_text(encoding="utf-8"))
+    assert lesson["metadata"]["sampan"]["language"] == "zh"
+    assert not list((home / "course").rglob("*.built"))  # the build's own stamps stay out of the learner's copy
+    assert json.loads((home / LOCALE_SETTINGS).read_text()) == {"locale": "zh_CN"}
+    assert "copied" in capsys.readouterr().out
+    monkeypatch.delenv("SAMPAN_LANG")
+    assert course_main([str(NOTEBOOKS), str(tmp_path / "as-is")]) == 0  # no language: the source notebooks
+    assert (tmp_path / "as-is" / LESSON).read_bytes() == (NOTEBOOKS / LESSON).read_bytes()
+    assert course_main([str(NOTEBOOKS), str(tmp_path / "x"), "fr"]) == 2
+    assert "Expected `LANG` to be one of en, zh" in capsys.readouterr().err
+    assert course_main([str(tmp_path / "nope"), str(tmp_path / "y"), "zh"]) == 2
+    assert "Expected `SOURCE` to be the course folder" in capsys.readouterr().err

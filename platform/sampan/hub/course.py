@@ -43,8 +43,21 @@ def _sha256(path: Path) -> str:
 def _course_files(source: Path):
     for path in sorted(source.rglob("*")):
         rel = path.relative_to(source)
-        if path.is_file() and not path.is_symlink() and not _SKIP.intersection(rel.parts):
+        if path.is_file() and not path.is_symlink() and not _SKIP.intersection(rel.parts) and not _is_stamp(rel):
             yield rel, path
+
+
+def _is_stamp(rel: Path) -> bool:
+    """A built course's record of what it built (``.<name>.built``, :func:`sampan.path.lang.build_file`): not the
+    learner's business."""
+    return rel.name.startswith(".") and rel.name.endswith(".built")
+
+
+def _check_source(source: Path) -> None:
+    if not source.is_dir():
+        raise NotADirectoryError(bad_argument(
+            "SOURCE", str(source), "the course folder (notebooks/ of the checkout or image)",
+            "check the course's path: on Kubernetes, the image's path in values.yaml (singleuser.lifecycleHooks)"))
 
 
 def sync_course(source: Path, dest: Path) -> SyncReport:
@@ -54,10 +67,7 @@ def sync_course(source: Path, dest: Path) -> SyncReport:
         source: the course (``notebooks/`` of the checkout the hub runs from).
         dest: the learner's copy, e.g. ``<home>/course``.
     """
-    if not source.is_dir():
-        raise NotADirectoryError(bad_argument(
-            "SOURCE", str(source), "the course folder (notebooks/ of the checkout or image)",
-            "check the course's path: on Kubernetes, the image's path in values.yaml (singleuser.lifecycleHooks)"))
+    _check_source(source)
     report = SyncReport()
     if dest.is_symlink():  # the learner's link: the hub (maybe root) would write wherever it points
         report.kept.extend(rel.as_posix() for rel, _ in _course_files(source))
@@ -127,16 +137,32 @@ def prepare_home(home: Path, course_dir: str = "", datasets_dir: str = "", lang:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sampan.hub.course SOURCE DEST`` (a Kubernetes ``postStart`` hook runs it in the learner's pod)."""
+    """``python -m sampan.hub.course SOURCE DEST [LANG]``: the learner's copy of the course, synced from SOURCE into
+    DEST (a Kubernetes ``postStart`` hook and the Slurm batch script run it in the learner's session). With LANG
+    (default ``$SAMPAN_LANG``), the course built in that language is synced, and JupyterLab's menus follow it in a
+    home that has no language setting yet; without, the source notebooks as they are."""
+    import os
     import sys
+    import tempfile
 
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m sampan.hub.course SOURCE DEST", file=sys.stderr)
+    if len(args) not in (2, 3):
+        print("usage: python -m sampan.hub.course SOURCE DEST [LANG]", file=sys.stderr)
         return 2
+    source, dest = Path(args[0]), Path(args[1])
+    lang = args[2] if len(args) == 3 else os.environ.get("SAMPAN_LANG", "")
     try:
-        report = sync_course(Path(args[0]), Path(args[1]))
-    except NotADirectoryError as exc:
+        if lang:
+            from sampan.path.lang import build_course, normalize_language
+
+            lang = normalize_language(lang, "LANG" if len(args) == 3 else "SAMPAN_LANG")
+            _check_source(source)
+            with tempfile.TemporaryDirectory(prefix="sampan-course-") as built:
+                report = sync_course(build_course(lang, Path(built) / lang, source), dest)
+            prepare_home(Path.home(), lang=lang)
+        else:
+            report = sync_course(source, dest)
+    except (NotADirectoryError, ValueError) as exc:
         print(f"sampan.hub.course: {exc}", file=sys.stderr)
         return 2
     print(f"course: {len(report.copied)} copied, {len(report.updated)} updated, "

@@ -62,6 +62,10 @@ def test_lab_in_chinese_shows_chinese_menus_and_the_chinese_lesson(zh_lab, page)
     assert page.locator(".jp-RenderedMarkdown", has_text="The learning path").count() == 0
     listing.locator("a:has-text('环境检查')").click(timeout=WAIT)  # its Chinese title, from path.yaml
     page.locator(".jp-NotebookPanel .jp-RenderedMarkdown h1", has_text="环境检查").first.wait_for(timeout=WAIT)
+    # the code's comments and printed words are Chinese too (metadata.sampan.comments / strings)
+    page.locator(".jp-NotebookPanel .jp-CodeCell", has_text="跳过较慢的检查").first.wait_for(timeout=WAIT)
+    assert page.locator(".jp-NotebookPanel .jp-CodeCell", has_text="skip the slow checks").count() == 0
+    page.locator(".jp-StatusBar-Widget", has_text="Sampan (Python 3)").first.wait_for(timeout=WAIT)  # kernel up
     (REPO / "docs" / "images").mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(REPO / "docs" / "images" / "lab-zh.png"))
 

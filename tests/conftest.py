@@ -98,6 +98,21 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 @pytest.fixture(autouse=True)
+def sigint_kept():
+    """A test that leaves Ctrl-C's handler changed fails by name, and the handler is put back: fresh-ci once failed
+    both Ctrl-C tests of tests/platform/path/test_interrupt.py because something earlier in their worker left
+    SIGINT ignored (a child process inherits that, so `sampan path run` ignored the test's Ctrl-C)."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        pytest.fail(f"the test left SIGINT's handler {after!r} (it was {before!r}): restore it when done")
+
+
+@pytest.fixture(autouse=True)
 def data_home(tmp_path_factory, monkeypatch):
     """Every test gets its own empty SAMPAN_DATA (the weight zoo lives there), outside its tmp_path;
     nothing touches the user's cache."""

@@ -18,6 +18,15 @@ from sampan.path._interrupt import kernels_stopped_on_interrupt
 
 
 @pytest.fixture
+def ctrl_c_as_in_a_terminal():
+    """Ctrl-C as a terminal gives it: Python's own handler here, and so the default in a child process. The worker
+    may have had SIGINT ignored by something before (once, in fresh-ci), and a child inherits an ignored SIGINT."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
 def two_lessons(planted):
     planted.notebook("01-beginner/a.ipynb", "x = 1")
     planted.notebook("01-beginner/b.ipynb", "y = 2")
@@ -54,7 +63,7 @@ def test_the_cli_says_interrupted_with_the_report_and_exits_130(two_lessons, tmp
     assert f"sampan path: interrupted; report: {run_dir / 'report.html'}" in err and "Traceback" not in err
 
 
-def test_the_kernel_started_before_ctrl_c_is_ended(tmp_path):
+def test_the_kernel_started_before_ctrl_c_is_ended(tmp_path, ctrl_c_as_in_a_terminal):
     """A process started in a session of its own (as jupyter_client starts kernels) inside the guard is ended."""
     with pytest.raises(KeyboardInterrupt):
         with kernels_stopped_on_interrupt():
@@ -65,7 +74,7 @@ def test_the_kernel_started_before_ctrl_c_is_ended(tmp_path):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the usual Ctrl-C again
 
 
-def test_ctrl_c_in_a_real_run_ends_with_one_line_and_no_kernel_left(planted, tmp_path):
+def test_ctrl_c_in_a_real_run_ends_with_one_line_and_no_kernel_left(planted, tmp_path, ctrl_c_as_in_a_terminal):
     started = tmp_path / "started"
     planted.notebook("01-beginner/slow.ipynb", f"open({str(started)!r}, 'w').close()\nimport time\ntime.sleep(600)")
     manifest = planted.manifest([{"id": "beginner", "lessons": [{"id": "slow", "notebook": "01-beginner/slow.ipynb"}]}])

@@ -47,6 +47,13 @@ def _checkout_paths() -> set[str]:
 
 
 def pytest_sessionstart(session):
+    import signal
+
+    # A suite started in the background of a shell without job control (`make test &`, as fresh-ci is often run)
+    # inherits SIGINT ignored, and so do its workers and their children; the tests expect Ctrl-C as a terminal
+    # gives it (tests/platform/path/test_interrupt.py).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if not hasattr(session.config, "workerinput"):  # the run's own process (pytest-xdist's controller)
         session.config.stash[_CHECKOUT_KEY] = _checkout_paths()
 
@@ -100,8 +107,9 @@ def pytest_runtest_protocol(item, nextitem):
 @pytest.fixture(autouse=True)
 def sigint_kept():
     """A test that leaves Ctrl-C's handler changed fails by name, and the handler is put back: fresh-ci once failed
-    both Ctrl-C tests of tests/platform/path/test_interrupt.py because something earlier in their worker left
-    SIGINT ignored (a child process inherits that, so `sampan path run` ignored the test's Ctrl-C)."""
+    both Ctrl-C tests of tests/platform/path/test_interrupt.py with SIGINT ignored in their worker (a child process
+    inherits that, so `sampan path run` ignored the test's Ctrl-C; the cause was fresh-ci started with `&`, see
+    pytest_sessionstart)."""
     import signal
 
     before = signal.getsignal(signal.SIGINT)

@@ -26,19 +26,13 @@ def new_figure(width: float = 6.4, height: float = 3.0, dpi: int = 100):
     return fig
 
 
-def _cjk_labels(found: list[str | None] = []) -> None:  # noqa: B006 (the font is looked up once per process)
-    """Chinese labels draw with an installed CJK font (sampan.utils.fonts): looked up once per process, and put
-    back among matplotlib's font fallbacks before every figure, since ``plt.style.use``, ``rcdefaults`` or the
-    end of an ``rc_context`` that was open at the first figure drop it."""
-    import matplotlib
+def _cjk_labels() -> None:
+    """Chinese labels draw with an installed CJK font (:func:`sampan.utils.fonts.use_cjk_font`), put back among
+    matplotlib's font fallbacks before every figure: ``plt.style.use``, ``rcdefaults`` or the end of an
+    ``rc_context`` that was open at the first figure drop it. The font is looked up once per process."""
+    from sampan.utils.fonts import use_cjk_font
 
-    if not found:
-        from sampan.utils.fonts import cjk_font
-
-        found.append(cjk_font())
-    families = list(matplotlib.rcParams["font.family"])
-    if found[0] and found[0] not in families:
-        matplotlib.rcParams["font.family"] = families + [found[0]]
+    use_cjk_font(warn=False)
 
 
 def literal(text: object) -> str:

@@ -15,6 +15,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import warnings
 
 # In order of preference: Simplified Chinese first (Noto / Source Han, WenQuanYi, the Windows and macOS fonts).
@@ -25,6 +26,7 @@ INSTALL_HINT = ("no CJK font found, so Chinese characters in figures are drawn a
                 "then restart the kernel")
 
 
+@functools.cache  # matplotlib's font list does not change while a process runs: looked up once
 def cjk_font() -> str | None:
     """The name of the first installed font of :data:`CJK_FONTS` (any font named "CJK" otherwise), or None.
 

@@ -12,6 +12,8 @@ c.JupyterHub.authenticator_class = "pam"        # university accounts; replace w
 c.Spawner.http_timeout = 300
 c.Spawner.start_timeout = 600                   # a queued job may wait for a node
 c.Spawner.default_url = "/lab/tree/course/index.ipynb"
+# the kernels' channels encrypted (CurveZMQ): a compute node's other users cannot read a learner's outputs
+c.Spawner.args = ["--KernelManager.transport_encryption=auto"]
 c.SlurmSpawner.batch_script = """#!/bin/bash
 #SBATCH --job-name=sampan-{{username}}
 #SBATCH --partition={{partition}}

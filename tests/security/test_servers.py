@@ -127,6 +127,51 @@ def test_lab_token_is_not_on_any_command_line_and_is_required(lab):
     assert _status(port, f"/api/kernels/{kernel['id']}?token={token}")[0] == 200
 
 
+def _connection_file(pid: int, kernel_id: str) -> Path:
+    """The connection file of the kernel ``kernel_id`` under ``pid`` (its ``-f`` argument)."""
+    files = [Path(arg) for line in _cmdlines(pid).values() if "ipykernel_launcher" in line
+             for arg in line.split() if arg.endswith(f"kernel-{kernel_id}.json")]
+    assert len(files) == 1, _cmdlines(pid)
+    return files[0]
+
+
+def test_lab_kernels_outputs_are_unreadable_to_another_process(lab):
+    """JupyterLab gives its kernels CurveZMQ keys: a local process on the iopub port reads nothing of what runs
+    (tests/security/test_kernel_channels.py has the control: the same spy reads an unencrypted kernel)."""
+    import threading
+
+    from jupyter_client import BlockingKernelClient
+    from _spy import listen
+
+    proc, port, token = lab
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/kernels?token={token}", data=b"{}",
+                                     method="POST")
+    kernel = json.loads(urllib.request.urlopen(request, timeout=60).read())
+    try:
+        info = json.loads(_connection_file(proc.pid, kernel["id"]).read_text())
+        assert info["curve_publickey"] and info["curve_secretkey"]
+        heard: list[bytes] = []
+        spy = threading.Thread(target=lambda: heard.append(listen(info["iopub_port"], 4.0)))
+        spy.start()
+        client = BlockingKernelClient()
+        client.load_connection_info(info)
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=60)
+            time.sleep(0.5)  # the spy has subscribed
+            printed = []
+            client.execute_interactive("print('-'.join(['lab', 'secret', '2718']))", timeout=60,
+                                       output_hook=lambda msg: printed.append(msg["content"].get("text", "")))
+        finally:
+            client.stop_channels()
+        spy.join()
+        assert "lab-secret-2718" in "".join(printed)  # the owner, with the connection file, reads it
+        assert heard == [b""]
+    finally:
+        urllib.request.urlopen(urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/kernels/{kernel['id']}?token={token}", method="DELETE"), timeout=60)
+
+
 @pytest.mark.parametrize("path", ["/files/../../../../etc/passwd", "/files/..%2f..%2f..%2f..%2fetc%2fpasswd",
                                   "/api/contents/..%2f..%2f..%2f..%2fetc%2fpasswd",
                                   "/api/contents/%2fetc%2fpasswd", "/nbconvert/html/..%2f..%2f..%2f..%2fetc%2fpasswd"])
@@ -229,6 +274,18 @@ def test_voila_kernel_refuses_execute_requests_from_the_browser(voila, tmp_path)
     assert "kernel_info_reply" in replies
     assert "execute_reply" not in replies and "execute_input" not in replies
     assert not marker.exists()
+
+
+def test_voila_kernel_is_encrypted(voila):
+    """The dashboard's kernel gets CurveZMQ keys too, as JupyterLab's do (the spy test above shows what they stop)."""
+    import re
+
+    proc, port, token = voila
+    status, page = _status(port, f"/?token={token}")  # renders the notebook: starts its kernel
+    assert status == 200
+    kernel_id = re.search(rb'"kernelId": "([0-9a-f-]{36})"', page).group(1).decode()
+    info = json.loads(_connection_file(proc.pid, kernel_id).read_text())
+    assert info["curve_publickey"] and info["curve_secretkey"]
 
 
 @pytest.mark.parametrize("command, variable", [("lab", "SAMPAN_LAB_TOKEN"), ("dashboard", "SAMPAN_DASHBOARD_TOKEN")])

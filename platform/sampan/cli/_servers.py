@@ -54,19 +54,19 @@ def ensure_kernel() -> None:
 
     found = KernelSpecManager().find_kernel_specs().get(KERNEL_NAME)
     if found is not None:
-        python = _spec_python(found)
-        if python is not None and _same_path(python, sys.executable):
+        problem = _spec_problem(found)
+        if problem is None:
             return
-        print(f"The '{KERNEL_NAME}' kernel spec in {found} runs {python or 'an unreadable command'}, not this Python "
-              f"({sys.executable}): installing one for this Python.", file=sys.stderr)
+        print(f"The '{KERNEL_NAME}' kernel spec in {found} {problem}: installing the current one for this Python.",
+              file=sys.stderr)
     user, prefix = install_target()
     dest = install(user=user, prefix=prefix)
     print(f"Installed the '{DISPLAY_NAME}' kernel spec in {dest}", file=sys.stderr)
     now = KernelSpecManager().find_kernel_specs().get(KERNEL_NAME)
-    python = _spec_python(now) if now else None
-    if python is None or not _same_path(python, sys.executable):
-        print(f"The '{KERNEL_NAME}' kernel spec in {now} still comes first on Jupyter's kernel path and runs "
-              f"{python}. HINT: remove that folder, or reinstall it with `sampan kernel install --prefix ...`.",
+    problem = _spec_problem(now) if now else "is missing"
+    if problem is not None:
+        print(f"The '{KERNEL_NAME}' kernel spec in {now} still comes first on Jupyter's kernel path and {problem}. "
+              f"HINT: remove that folder, or reinstall it with `sampan kernel install --prefix ...`.",
               file=sys.stderr)
 
 
@@ -79,6 +79,25 @@ def _spec_python(resource_dir: str) -> str | None:
         return str(argv[0])
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None
+
+
+def _spec_problem(resource_dir: str) -> str | None:
+    """What is wrong with the kernel spec in ``resource_dir`` for this Python, or None: it must run this interpreter
+    and declare CurveZMQ (``metadata.supported_encryption``), so that the servers' ``transport_encryption="auto"``
+    encrypts its channels (:data:`sampan.utils.notebooks.KERNEL_ENCRYPTION`)."""
+    python = _spec_python(resource_dir)
+    if python is None or not _same_path(python, sys.executable):
+        return f"runs {python or 'an unreadable command'}, not this Python ({sys.executable})"
+    import json
+
+    try:
+        declared = json.loads((Path(resource_dir) / "kernel.json").read_text(encoding="utf-8"))["metadata"].get(
+            "supported_encryption")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        declared = None
+    if declared == "curve" or (isinstance(declared, list) and "curve" in declared):
+        return None
+    return "does not declare encrypted channels (metadata.supported_encryption: an older Sampan's spec)"
 
 
 def _same_path(a: str, b: str) -> bool:

@@ -49,7 +49,7 @@ def command(notebook: Path, *, port: int, open_browser: bool = False) -> list[st
     ``auto_token`` makes Voilà require a token, which it reads from ``JUPYTER_TOKEN`` (``server_env``). Voilà runs
     through ``sampan.utils.notebooks.VOILA_BOOT`` (``python -m voila`` with the mend for a cell's lost reply).
     """
-    from sampan.utils.notebooks import VOILA_BOOT
+    from sampan.utils.notebooks import VOILA_BOOT, encryption_args
 
     return [
         sys.executable, "-c", VOILA_BOOT, str(notebook),
@@ -60,6 +60,7 @@ def command(notebook: Path, *, port: int, open_browser: bool = False) -> list[st
         "--VoilaConfiguration.show_tracebacks=False",
         "--VoilaConfiguration.file_allowlist=[]",
         "--Voila.auto_token=True",
+        *encryption_args(),  # the kernel's channels: unreadable to the machine's other processes
         "--theme=light",
     ]
 

@@ -54,7 +54,7 @@ def kernel_spec(*, threads: int | None = None, data_dir: str | None = None) -> d
     else:
         spec = {"argv": ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                 "display_name": DISPLAY_NAME, "language": "python", "interrupt_mode": "signal",
-                "env": {}, "metadata": {"debugger": True}}
+                "env": {}, "metadata": {"debugger": True, "supported_encryption": ["curve"]}}
     spec["argv"] = [sys.executable, *spec["argv"][1:]]
     env = dict(spec.get("env") or {})
     if threads is not None:

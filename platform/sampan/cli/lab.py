@@ -98,6 +98,7 @@ def command(*, port: int, open_browser: bool, lang: str = "en") -> list[str]:
     notebook, the learner's copies outside the repository), with JupyterLab's UI in that language.
     """
     from sampan.path.lang import built_course_dir
+    from sampan.utils.notebooks import encryption_args
 
     root = built_course_dir(lang)
     localized = [] if lang == "en" else [f"--LabApp.user_settings_dir={lang_settings_dir(lang)}"]
@@ -110,6 +111,7 @@ def command(*, port: int, open_browser: bool, lang: str = "en") -> list[str]:
         f"--LabApp.default_url=/lab/tree/{INDEX}",
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        *encryption_args(),  # the kernels' channels: unreadable to the machine's other processes
         *localized,
         *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),  # containers run as root
     ]

@@ -34,6 +34,7 @@ from sampan.hub.live import LIVE_SERVICE, LIVE_BOOT, LivePlan, live_plan, make_l
 from sampan.hub.roster import by_role, read_roster
 from sampan.utils.io import atomic_write_text
 from sampan.utils.net import free_port
+from sampan.utils.notebooks import encryption_args
 
 SERVICE = "progress"
 # The progress service needs only the standard library, tornado and JupyterHub (`import sampan` loads no torch), and
@@ -267,7 +268,8 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     c.SampanSpawner.lang = s.lang
     c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
     c.Spawner.default_url = "/lab/tree/course/index.ipynb" if s.course_dir else "/lab"
-    c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                      *encryption_args()]  # a learner's kernels: their outputs unreadable to the other learners
     c.Spawner.env_keep = ["PATH", "PYTHONPATH", "LANG", "LC_ALL", "OMP_NUM_THREADS", "SAMPAN_HOME",
                           "SAMPAN_TRACKING_URI", "VIRTUAL_ENV"]
     c.Spawner.environment = {

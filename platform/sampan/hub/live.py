@@ -236,6 +236,8 @@ def voila_arguments(dashboards: Path, service_url: str, prefix: str) -> list[str
     """
     from urllib.parse import urlparse
 
+    from sampan.utils.notebooks import encryption_args
+
     url = urlparse(service_url)
     return [
         str(dashboards), f"--Voila.ip={url.hostname}", f"--Voila.port={url.port}", f"--Voila.base_url={prefix}",
@@ -251,6 +253,9 @@ def voila_arguments(dashboards: Path, service_url: str, prefix: str) -> list[str
         "--VoilaConfiguration.multi_kernel_manager_class=sampan.hub.live.LiveKernelManager",
         "--MappingKernelManager.cull_idle_timeout=600", f"--MappingKernelManager.cull_interval={CULL_SECONDS}",
         "--MappingKernelManager.cull_busy=True",
+        # the viewers' kernels run as the live account on the learners' machine: their channels are encrypted,
+        # and a page whose kernel could not be is refused rather than run in the clear
+        *encryption_args("required"),
         # a cell that runs past CELL_SECONDS ends the page with a message for the viewer (Voilà's own names the
         # server's options) instead of "Running ..." for ever
         f"--VoilaExecutor.timeout={CELL_SECONDS}", f"--VoilaExecutor.cell_timeout_instruction={CELL_TIMEOUT_MESSAGE}",

@@ -440,15 +440,15 @@ def __getattr__(name: str):
 
 @functools.cache
 def _manager_class():
-    from jupyter_client.manager import AsyncKernelManager
+    from sampan.utils.notebooks import EncryptedKernelManager
 
-    class ForkServerKernelManager(AsyncKernelManager):
-        """``AsyncKernelManager`` whose kernels come from the fork server (:data:`PROVISIONER`), unless the kernel
-        spec names a provisioner of its own."""
+    class ForkServerKernelManager(EncryptedKernelManager):
+        """:class:`sampan.utils.notebooks.EncryptedKernelManager` whose kernels come from the fork server
+        (:data:`PROVISIONER`), unless the kernel spec names a provisioner of its own."""
 
         @property
         def kernel_spec(self):
-            spec = AsyncKernelManager.kernel_spec.fget(self)
+            spec = EncryptedKernelManager.kernel_spec.fget(self)
             if spec is not None and "kernel_provisioner" not in spec.metadata:
                 spec.metadata["kernel_provisioner"] = {"provisioner_name": PROVISIONER, "config": {}}
             return spec

@@ -8,6 +8,11 @@ kernel again (with new ports) is safe; a kernel that dies at every start is repo
 
 ``guard_async_sends`` mends a lost reply in jupyter_client's asyncio clients (which papermill and Voilà run on), and
 ``VOILA_BOOT`` runs Voilà with it.
+
+Every kernel Sampan starts talks over encrypted channels (``KERNEL_ENCRYPTION``, ``encryption_args``,
+``EncryptedKernelManager``): a kernel's five ZMQ sockets listen on 127.0.0.1, and without encryption any process on
+the machine that finds the iopub port can subscribe to it and read every output (a ZMQ PUB socket asks no key; the
+connection file's key only signs messages, which stops forged requests, not reading).
 """
 from __future__ import annotations
 
@@ -23,6 +28,11 @@ from sampan.utils.imports import require
 _log = logging.getLogger("sampan.notebooks")
 
 KERNEL_START_ATTEMPTS = 3
+# jupyter_client's transport_encryption for the kernels Sampan starts: "auto" gives CurveZMQ keys (made for each
+# kernel, written only into its connection file, which its owner alone can read) to every kernel whose spec declares
+# `supported_encryption: ["curve"]`: sampan's own spec and ipykernel's python3 (ipykernel >= 7.3) do. A kernel
+# that does not (another language's) still starts, unencrypted; "required" refuses it (the hub's live service).
+KERNEL_ENCRYPTION = "auto"
 T = TypeVar("T")
 # `python -c VOILA_BOOT ARGS...` runs `voila ARGS...` with guard_async_sends; the server loads no torch (its kernels
 # import what their notebooks need)
@@ -127,6 +137,43 @@ def run_voila(args: Sequence[str]) -> None:
     runpy.run_module("voila", run_name="__main__")
 
 
+def encryption_args(policy: str = KERNEL_ENCRYPTION) -> list[str]:
+    """The option that makes a Jupyter server (JupyterLab, Voilà, ``jupyterhub.singleuser``) encrypt the channels of
+    the kernels it starts, under ``policy`` (``"auto"`` or ``"required"``: see ``KERNEL_ENCRYPTION``).
+
+    Example:
+        >>> from sampan.utils.notebooks import encryption_args
+        >>> encryption_args()
+        ['--KernelManager.transport_encryption=auto']
+    """
+    if policy not in ("auto", "required"):
+        raise ValueError(bad_argument("policy", policy, "'auto' or 'required'",
+                                      "Sampan never starts kernels with unencrypted channels"))
+    return [f"--KernelManager.transport_encryption={policy}"]
+
+
+def __getattr__(name: str):
+    if name == "EncryptedKernelManager":
+        return _encrypted_manager_class()
+    raise AttributeError(name)
+
+
+@functools.cache  # made at first use: importing sampan does not import jupyter_client
+def _encrypted_manager_class():
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class EncryptedKernelManager(AsyncKernelManager):
+        """``AsyncKernelManager`` with ``transport_encryption`` :data:`KERNEL_ENCRYPTION` unless configured: the
+        manager of the kernels that :func:`execute_notebook` (``sampan path run``, the tests' lessons) starts."""
+
+        @default("transport_encryption")
+        def _sampan_encryption(self) -> str:
+            return KERNEL_ENCRYPTION
+
+    return EncryptedKernelManager
+
+
 def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNEL_START_ATTEMPTS,
                      **kwargs: Any) -> Any:
     """``papermill.execute_notebook(input_path, output_path, **kwargs)``, starting the kernel up to ``attempts`` times.
@@ -137,6 +184,7 @@ def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNE
 
     With ``SAMPAN_FORK_KERNELS=1`` in the environment, a kernel whose command allows it is forked from a server that
     imported torch and ipykernel once (:mod:`sampan.utils.forkkernels`), unless ``kernel_manager_class`` is given.
+    Either way its channels are encrypted (:class:`EncryptedKernelManager`).
 
     Raises:
         KernelStartError: the kernel died, or stayed silent past ``start_timeout``, at every try (its spec or
@@ -146,8 +194,9 @@ def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNE
     from sampan.utils import forkkernels
 
     guard_async_sends()
-    if forkkernels.enabled() and "kernel_manager_class" not in kwargs:
-        kwargs["kernel_manager_class"] = forkkernels.ForkServerKernelManager
+    if "kernel_manager_class" not in kwargs:
+        kwargs["kernel_manager_class"] = (forkkernels.ForkServerKernelManager if forkkernels.enabled()
+                                          else _encrypted_manager_class())
     return with_kernel_restarts(lambda: pm.execute_notebook(input_path, output_path, **kwargs), attempts=attempts,
                                 what=str(input_path), kernel=kwargs.get("kernel_name"))
 

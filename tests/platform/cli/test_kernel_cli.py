@@ -184,3 +184,21 @@ def test_ensure_kernel_says_when_a_stale_spec_still_comes_first(kernel_paths, mo
     assert (in_env / "kernel.json").is_file()
     assert f"The 'sampan' kernel spec in {in_user} still comes first on Jupyter's kernel path" in err
     assert "HINT: remove that folder" in err
+
+
+def test_ensure_kernel_replaces_a_spec_without_encrypted_channels(kernel_paths, monkeypatch, capsys):
+    """An older Sampan's spec runs this Python but does not declare CurveZMQ: the servers' transport_encryption
+    "auto" would leave its channels in the clear (tests/security/test_kernel_channels.py), so it is replaced."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    from sampan.cli import _servers, kernel
+
+    in_env, _, _ = kernel_paths
+    stale_spec(in_env, python=sys.executable)
+    monkeypatch.setattr(kernel, "_in_virtualenv", lambda: True)
+    _servers.ensure_kernel()
+    err = capsys.readouterr().err
+    assert f"kernel spec in {in_env} does not declare encrypted channels" in err
+    assert KernelSpecManager().get_kernel_spec("sampan").metadata["supported_encryption"] == ["curve"]
+    _servers.ensure_kernel()  # now current: left alone
+    assert capsys.readouterr().err == ""

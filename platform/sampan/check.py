@@ -19,18 +19,26 @@ import torch
 
 from sampan._version import __version__
 from sampan.errors import first_line
+from sampan.utils.i18n import ljust, tr
 from sampan.utils.net import free_port
 
 
 @dataclass
 class CheckItem:
-    """One capability: its name, whether it worked, whether it is required, and details."""
+    """One capability: its name, whether it worked, whether it is required, and details.
+
+    ``name`` is the key (``report["cpu: forward + backward"]``) and stays English; ``label`` is the name in the
+    learner's language (:mod:`sampan.utils.i18n`), and ``detail`` is written in it."""
 
     name: str
     ok: bool
     required: bool
     detail: str = ""
     seconds: float = 0.0
+    label: str = ""
+
+    def __post_init__(self):
+        self.label = self.label or tr(self.name)
 
 
 @dataclass
@@ -54,22 +62,23 @@ class CheckReport:
         return {"ok": self.ok, "versions": self.versions, "items": [asdict(i) for i in self.items]}
 
     def __str__(self) -> str:
-        lines = ["Sampan environment check", ""]
+        lines = [tr("Sampan environment check"), ""]
         lines += [f"  {k:<12} {v}" for k, v in self.versions.items()]
         lines.append("")
         for i in self.items:
             mark = "ok  " if i.ok else ("FAIL" if i.required else "warn")
-            lines.append(f"  [{mark}] {i.name:<34} {i.seconds:6.2f}s  {i.detail}")
+            lines.append(f"  [{mark}] {ljust(i.label, 34)} {i.seconds:6.2f}s  {i.detail}")
         lines.append("")
-        lines.append("Sampan is ready." if self.ok else "Something required failed: see the FAIL lines above.")
+        lines.append(tr("Sampan is ready." if self.ok else "Something required failed: see the FAIL lines above."))
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:
-        rows = "\n".join(f"| {'✅' if i.ok else ('❌' if i.required else '⚠️')} | {i.name} | {i.seconds:.2f} s | "
+        rows = "\n".join(f"| {'✅' if i.ok else ('❌' if i.required else '⚠️')} | {i.label} | {i.seconds:.2f} s | "
                          f"{i.detail} |" for i in self.items)
         versions = ", ".join(f"{k} {v}" for k, v in self.versions.items())
-        verdict = "**Sampan is ready.**" if self.ok else "**Something required failed.**"
-        return f"{versions}\n\n| | check | time | detail |\n|---|---|---|---|\n{rows}\n\n{verdict}"
+        verdict = f"**{tr('Sampan is ready.' if self.ok else 'Something required failed: see the FAIL lines above.')}**"
+        head = " | ".join(tr(word) for word in ("check", "time", "detail"))
+        return f"{versions}\n\n| | {head} |\n|---|---|---|---|\n{rows}\n\n{verdict}"
 
 
 def _versions() -> dict:
@@ -85,8 +94,8 @@ def _versions() -> dict:
         info["cuda"] = f"{torch.version.cuda}, {torch.cuda.device_count()} device(s): " + ", ".join(
             torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
     else:
-        info["cuda"] = "no GPU visible"
-    info["container"] = in_container() or "none detected"
+        info["cuda"] = tr("no GPU visible")
+    info["container"] = in_container() or tr("none detected")
     return info
 
 
@@ -142,23 +151,25 @@ def cuda_stack_verdict(torch_cuda: str | None, driver_cuda: str | None, cudnn: i
         'CPU-only torch build: no CUDA driver or cuDNN needed'
     """
     if torch_cuda is None:
-        return "CPU-only torch build: no CUDA driver or cuDNN needed"
-    cudnn_text = "without cuDNN" if not cudnn else f"with cuDNN {cudnn // 10000}.{cudnn // 100 % 100}.{cudnn % 100}"
-    built = f"torch built for CUDA {torch_cuda} {cudnn_text}"
+        return tr("CPU-only torch build: no CUDA driver or cuDNN needed")
+    cudnn_text = tr("without cuDNN") if not cudnn else \
+        tr("with cuDNN {version}", version=f"{cudnn // 10000}.{cudnn // 100 % 100}.{cudnn % 100}")
+    built = tr("torch built for CUDA {cuda} {cudnn}", cuda=torch_cuda, cudnn=cudnn_text)
     if driver_cuda is None:
-        return (f"{built}; no NVIDIA driver answers, so it runs on the CPU (with a GPU: install the driver, or "
-                "start the container with --gpus all and the NVIDIA Container Toolkit)")
+        return tr("{built}; no NVIDIA driver answers, so it runs on the CPU (with a GPU: install the driver, or start "
+                  "the container with --gpus all and the NVIDIA Container Toolkit)", built=built)
     if int(driver_cuda.split(".")[0]) < int(torch_cuda.split(".")[0]):
         raise RuntimeError(f"{built}, but the driver supports only CUDA {driver_cuda}: update the NVIDIA driver "
                            f"or install a torch wheel built for CUDA {driver_cuda.split('.')[0]}.x")
-    return f"{built}; the driver supports CUDA {driver_cuda}: compatible"
+    return tr("{built}; the driver supports CUDA {driver}: compatible", built=built, driver=driver_cuda)
 
 
 def _cuda_stack() -> str:
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     verdict = cuda_stack_verdict(torch.version.cuda, _driver_cuda(), cudnn)
     if torch.version.cuda is not None:
-        verdict += f"; cudnn.benchmark (autotuning) is {'on' if torch.backends.cudnn.benchmark else 'off'}"
+        verdict += tr("; ") + tr("cudnn.benchmark (autotuning) is {state}",
+                             state=tr("on" if torch.backends.cudnn.benchmark else "off"))
     return verdict
 
 
@@ -182,7 +193,7 @@ def _train_step(device: str, dtype: torch.dtype | None = None) -> str:
         losses.append(loss.item())
     if not all(torch.isfinite(torch.tensor(losses))) or not losses[-1] < losses[0]:
         raise RuntimeError(f"the loss did not decrease over 3 steps: {losses}")
-    return f"loss {losses[0]:.3f} -> {losses[-1]:.3f}"
+    return tr("loss {first} -> {last}", first=f"{losses[0]:.3f}", last=f"{losses[-1]:.3f}")
 
 
 def _compile_smoke() -> str:
@@ -193,7 +204,7 @@ def _compile_smoke() -> str:
     x = torch.randn(64, generator=torch.Generator().manual_seed(0))
     if not torch.allclose(compiled(x), f(x), atol=1e-5):
         raise RuntimeError("compiled output differs from eager")
-    return "inductor compiled and matched eager"
+    return tr("inductor compiled and matched eager")
 
 
 def _cpu_kernels() -> str:
@@ -321,7 +332,7 @@ def _read(file) -> str:
     return file.read()
 
 
-def _run(name: str, fn: Callable[[], str], required: bool) -> CheckItem:
+def _run(name: str, fn: Callable[[], str], required: bool, label: str = "") -> CheckItem:
     start = time.perf_counter()
     try:
         detail, ok = fn(), True
@@ -329,7 +340,7 @@ def _run(name: str, fn: Callable[[], str], required: bool) -> CheckItem:
         detail, ok = f"{type(exc).__name__}: {first_line(exc)}"[:300], False
         if required:
             detail += " | " + traceback.format_exc(limit=1).splitlines()[-1][:200]
-    return CheckItem(name, ok, required, detail, time.perf_counter() - start)
+    return CheckItem(name, ok, required, detail, time.perf_counter() - start, label)
 
 
 def run_check(*, compile: bool = True, distributed: bool = True, verbose: bool = True) -> CheckReport:
@@ -369,11 +380,10 @@ def _checks(compile: bool, distributed: bool) -> CheckReport:
     report.items.append(_run("CUDA stack: torch build, driver, cuDNN", _cuda_stack, required=False))
     for i in range(torch.cuda.device_count() if torch.cuda.is_available() else 0):
         dev = f"cuda:{i}"
-        report.items.append(_run(f"{dev}: forward + backward", lambda d=dev: _train_step(d), required=True))
-        report.items.append(_run(f"{dev}: fp16 autocast step", lambda d=dev: _train_step(d, torch.float16),
-                                 required=False))
-        report.items.append(_run(f"{dev}: bf16 autocast step", lambda d=dev: _train_step(d, torch.bfloat16),
-                                 required=False))
+        for what, dtype, required in (("forward + backward", None, True), ("fp16 autocast step", torch.float16, False),
+                                      ("bf16 autocast step", torch.bfloat16, False)):
+            report.items.append(_run(f"{dev}: {what}", lambda d=dev, t=dtype: _train_step(d, t), required=required,
+                                     label=tr("{device}: " + what, device=dev)))
     if compile:
         report.items.append(_run("torch.compile (inductor)", _compile_smoke, required=False))
         report.items.append(_run("cpu: Sampan's C++ kernels", _cpu_kernels, required=False))

@@ -69,8 +69,11 @@ class EarlyStopping(Callback):
 
     def on_train_end(self, logs=None):
         if self.stopped_epoch is not None and self.verbose:
-            print(f"EarlyStopping: stopped after epoch {self.stopped_epoch + 1}; best {self.monitor} = "
-                  f"{self.best:.6g} at epoch {(self.best_epoch or 0) + 1}.")
+            from sampan.utils.i18n import tr
+
+            print(tr("EarlyStopping: stopped after epoch {stopped}; best {monitor} = {best} at epoch {best_epoch}.",
+                     stopped=self.stopped_epoch + 1, monitor=self.monitor, best=f"{self.best:.6g}",
+                     best_epoch=(self.best_epoch or 0) + 1))
         if self.restore_best_weights and self.best_weights is not None:
             self.model.network.load_state_dict(copy.deepcopy(self.best_weights))
 

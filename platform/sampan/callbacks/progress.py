@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from sampan.callbacks.base import Callback
+from sampan.utils.i18n import tr
 
 
 def _fmt(logs: dict, skip=("step", "batch_size")) -> dict:
@@ -77,11 +78,11 @@ class ProgressBar(Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         if self._enabled(bar=True):
-            self._open(self.params.get("steps"), f"Epoch {epoch + 1}/{self._epochs}")
+            self._open(self.params.get("steps"), tr("Epoch {epoch}/{epochs}", epoch=epoch + 1, epochs=self._epochs))
             static = getattr(self.model, "_static_forward", lambda: None)()  # also @to_static on forward, and DDP
             if static is not None and static.first_training_step_waits:  # else the bar sits at 0 with no word
                 self._waiting = True
-                self._bar.set_postfix_str("to_static: compiling and timing the first step", refresh=True)
+                self._bar.set_postfix_str(tr("to_static: compiling and timing the first step"), refresh=True)
 
     def on_train_batch_end(self, step, logs=None):
         self._update(step, logs)
@@ -91,7 +92,7 @@ class ProgressBar(Callback):
             self._close(logs)
         elif self._enabled(bar=False):
             pairs = " - ".join(f"{k}: {v}" for k, v in _fmt(logs or {}).items())
-            print(f"Epoch {epoch + 1}/{self._epochs} - {pairs}", flush=True)
+            print(f"{tr('Epoch {epoch}/{epochs}', epoch=epoch + 1, epochs=self._epochs)} - {pairs}", flush=True)
 
     # evaluate / predict (standalone calls; evaluation inside fit shows in the epoch's line)
     def _standalone(self) -> bool:
@@ -99,7 +100,7 @@ class ProgressBar(Callback):
 
     def on_eval_begin(self, logs=None):
         if self._standalone():
-            self._open(self.params.get("eval_steps"), "Eval")
+            self._open(self.params.get("eval_steps"), tr("Eval"))
 
     def on_eval_batch_end(self, step, logs=None):
         if not self.params.get("in_fit", False):
@@ -112,11 +113,11 @@ class ProgressBar(Callback):
             self._close(logs)
         elif self._enabled(bar=False):  # verbose=2 (Paddle's default): one line, as an epoch's
             pairs = " - ".join(f"{k}: {v}" for k, v in _fmt(logs or {}).items())
-            print(f"Eval - {pairs}", flush=True)
+            print(f"{tr('Eval')} - {pairs}", flush=True)
 
     def on_predict_begin(self, logs=None):
         if self._enabled(bar=True):
-            self._open(self.params.get("predict_steps"), "Predict")
+            self._open(self.params.get("predict_steps"), tr("Predict"))
 
     def on_predict_batch_end(self, step, logs=None):
         self._update(step, None)

@@ -43,6 +43,18 @@ class DatasetInfo:
     options: tuple[str, ...] = ()
     builder: Callable[..., Dataset] = field(default=None, repr=False, compare=False)
 
+    def describe(self, lang: str | None = None) -> str:
+        """``description`` in ``lang`` (default: the learner's, :mod:`sampan.utils.i18n`).
+
+        Example:
+            >>> from sampan.data import dataset_info
+            >>> dataset_info("shapes").describe("zh")
+            '合成的 32x32 彩色形状图像，10 类，各类数量均衡'
+        """
+        from sampan.utils.i18n import tr
+
+        return tr(self.description, lang)
+
 
 def _vision(name: str) -> Callable[..., Dataset]:
     def build(split, transform, *, download=False):

@@ -208,18 +208,20 @@ def summary(net: torch.nn.Module, input_size: Any = None, dtypes: Any = None, in
 
 
 def _print(info: dict) -> None:
+    from sampan.utils.i18n import ljust, tr, width
+
     rows = [(l["name"], l["type"], str(l["output_shape"]), f"{l['params']:,}", f"{l['flops']:,}") for l in info["layers"]]
-    header = ("Layer", "Type", "Output shape", "Params", "FLOPs")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    header = tuple(tr(word) for word in ("Layer", "Type", "Output shape", "Params", "FLOPs"))
+    widths = [max(width(h), *(width(r[i]) for r in rows)) if rows else width(h) for i, h in enumerate(header)]
     line = "-" * (sum(widths) + 3 * (len(widths) - 1))
     print(line)
-    print("   ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print("   ".join(ljust(h, w) for h, w in zip(header, widths)))
     print("=" * len(line))
     for r in rows:
-        print("   ".join(c.ljust(w) for c, w in zip(r, widths)))
+        print("   ".join(ljust(c, w) for c, w in zip(r, widths)))
     print("=" * len(line))
-    print(f"Total params: {info['total_params']:,}")
-    print(f"Trainable params: {info['trainable_params']:,}")
-    print(f"Non-trainable params: {info['total_params'] - info['trainable_params']:,}")
-    print(f"FLOPs (one forward pass): {info['flops']:,}")
+    print(tr("Total params: {n}", n=f"{info['total_params']:,}"))
+    print(tr("Trainable params: {n}", n=f"{info['trainable_params']:,}"))
+    print(tr("Non-trainable params: {n}", n=f"{info['total_params'] - info['trainable_params']:,}"))
+    print(tr("FLOPs (one forward pass): {n}", n=f"{info['flops']:,}"))
     print(line)

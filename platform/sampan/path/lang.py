@@ -20,61 +20,19 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from sampan.errors import bad_argument
+# the language switch lives with Sampan's own words (sampan.utils.i18n), below every package that speaks
+from sampan.utils.i18n import DEFAULT_LANGUAGE, LANGUAGES, default_language, normalize_language  # noqa: F401
 
 Language = Literal["en", "zh"]
-LANGUAGES: tuple[str, ...] = ("en", "zh")
-DEFAULT_LANGUAGE = "en"
 UNTRANSLATED_MARK = "（英文）"   # shown after a title that has no Chinese text yet
 MIN_CJK_SHARE = 0.6           # of the prose in a Chinese cell (code, links and bracketed terms aside)
-_LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
 _GENERATED = "sampan-nav"          # a Markdown cell generated for both languages
-
-
-def normalize_language(value: Any, argument: str = "lang") -> str:
-    """``value`` as one of :data:`LANGUAGES` (``"zh-CN"``/``"zh_CN"`` give ``"zh"``); refuses anything else.
-
-    Raises:
-        ValueError: naming ``argument``, the value and the accepted languages.
-
-    Example:
-        >>> from sampan.path.lang import normalize_language
-        >>> normalize_language("zh_CN")
-        'zh'
-    """
-    text = value.strip().lower().replace("_", "-") if isinstance(value, str) else ""
-    code = text.split("-")[0]
-    if code not in LANGUAGES:
-        raise ValueError(bad_argument(argument, value, f"one of {', '.join(LANGUAGES)}",
-                                      "pass --lang zh for Chinese or --lang en for English"))
-    return code
-
-
-def default_language(environ: Mapping[str, str] | None = None) -> str:
-    """The language the locale asks for: ``zh`` when the first set of ``LC_ALL``, ``LC_MESSAGES``, ``LANG``
-    starts with ``zh`` (``SAMPAN_LANG`` overrides all three), else ``en``.
-
-    Example:
-        >>> from sampan.path.lang import default_language
-        >>> default_language({"LANG": "zh_CN.UTF-8"})
-        'zh'
-        >>> default_language({"LANG": "C.UTF-8"})
-        'en'
-    """
-    environ = os.environ if environ is None else environ
-    if environ.get("SAMPAN_LANG"):
-        return normalize_language(environ["SAMPAN_LANG"], "$SAMPAN_LANG")
-    for name in _LOCALE_VARS:
-        if environ.get(name):
-            return "zh" if environ[name].lower().startswith("zh") else DEFAULT_LANGUAGE
-    return DEFAULT_LANGUAGE
 
 
 def localized(value: Any, lang: str) -> str:

@@ -1,0 +1,79 @@
+"""Sampan's own words follow the learner's language (``SAMPAN_LANG``): the progress bars, the model summary,
+EarlyStopping's message, the environment check and the dataset catalog."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from sampan.utils import i18n
+
+
+@pytest.fixture
+def chinese(monkeypatch):
+    monkeypatch.setenv("SAMPAN_LANG", "zh")
+
+
+def test_words_fields_and_the_english_fallback():
+    assert i18n.tr("Epoch {epoch}/{epochs}", lang="zh", epoch=2, epochs=7) == "第 2/7 轮"
+    assert i18n.tr("Epoch {epoch}/{epochs}", lang="en", epoch=2, epochs=7) == "Epoch 2/7"
+    assert i18n.tr("a sentence nobody translated", lang="zh") == "a sentence nobody translated"
+    assert i18n.width("层ab") == 4 and i18n.ljust("类型", 6) == "类型  "
+
+
+def test_every_entry_keeps_its_fields():
+    """A translation that drops or renames a {field} would raise KeyError or print the wrong number."""
+    for english, chinese in i18n._ZH.items():
+        assert sorted(re.findall(r"{(\w+)", english)) == sorted(re.findall(r"{(\w+)", chinese)), english
+
+
+def test_the_summary_table_lines_up_in_chinese(chinese, capsys):
+    from sampan.hapi.summary import summary
+
+    summary(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)), (1, 4))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ["层", "类型", "输出形状", "参数量", "FLOPs"]
+    assert "总参数量：58" in lines and "FLOPs（一次前向传播）：96" in lines
+    # every row of the table is as wide as its rules on a terminal, where a Chinese character takes two columns
+    table = [line for line in lines[:lines.index("总参数量：58")] if line]
+    assert {i18n.width(line) for line in table} == {len(lines[0])}
+
+
+def test_fit_bars_and_early_stopping_speak_chinese(chinese, capsys):
+    from torch.utils.data import TensorDataset
+
+    import sampan
+    from sampan.callbacks import EarlyStopping, ProgressBar
+
+    torch.manual_seed(0)
+    data = TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,)))
+    model = sampan.Model(torch.nn.Linear(4, 2))
+    model.prepare(torch.optim.SGD(model.parameters(), lr=0.0), torch.nn.CrossEntropyLoss())
+    model.fit(data, data, epochs=3, batch_size=16, verbose=0,
+              callbacks=[ProgressBar(verbose=2), EarlyStopping(monitor="eval_loss", patience=1, mode="min")])
+    out = capsys.readouterr().out
+    assert "第 1/3 轮 - " in out and "Epoch" not in out.replace("EarlyStopping", "")
+    assert re.search(r"EarlyStopping：在第 2 轮后停止训练；eval_loss 的最好值 [\d.]+ 出现在第 1 轮。", out), out
+    model.evaluate(data, batch_size=16, verbose=2)
+    assert capsys.readouterr().out.startswith("验证 - ")
+
+
+def test_the_environment_check_speaks_chinese_and_keeps_its_keys(chinese):
+    from sampan.check import cuda_stack_verdict, run_check
+
+    report = run_check(compile=False, distributed=False, verbose=False)
+    item = report["cpu: forward + backward"]  # the key stays English: lessons and scripts look items up by it
+    assert item.label == "CPU：前向 + 反向" and item.detail.startswith("损失 ")
+    assert "Sampan 环境检查" in str(report) and "CPU：前向 + 反向" in report._repr_markdown_()
+    assert cuda_stack_verdict("12.6", "12.4", 90100) == "torch 为 CUDA 12.6 构建，带 cuDNN 9.1.0；驱动支持 CUDA 12.4：兼容"
+    assert cuda_stack_verdict(None, None, None) == "torch 是纯 CPU 版本：不需要 CUDA 驱动和 cuDNN"
+
+
+def test_every_dataset_of_the_catalog_is_described_in_chinese():
+    from sampan.data.catalog import CATALOG
+    from sampan.path.lang import cjk_share
+
+    for info in CATALOG.values():
+        assert info.describe("zh") != info.description and cjk_share(info.describe("zh")) > 0.3, info.name
+        assert info.describe("en") == info.description

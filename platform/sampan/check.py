@@ -73,7 +73,8 @@ class CheckReport:
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:
-        rows = "\n".join(f"| {'✅' if i.ok else ('❌' if i.required else '⚠️')} | {i.label} | {i.seconds:.2f} s | "
+        # text symbols, not emoji: a machine without a colour-emoji font shows emoji as empty boxes
+        rows = "\n".join(f"| {'✔' if i.ok else ('✘' if i.required else '⚠')} | {i.label} | {i.seconds:.2f}\u00a0s | "
                          f"{i.detail} |" for i in self.items)
         versions = ", ".join(f"{k} {v}" for k, v in self.versions.items())
         verdict = f"**{tr('Sampan is ready.' if self.ok else 'Something required failed: see the FAIL lines above.')}**"

@@ -1,6 +1,6 @@
 """`sampan lab --lang zh` in headless Chromium: JupyterLab's menus are in Chinese, the course index opens and
-a bilingual lesson opens in Chinese; the effective UI language setting read from the settings API is zh_CN.
-Writes the screenshot docs/images/lab-zh.png (README.zh-CN.md)."""
+a bilingual lesson opens in Chinese and its first cells print Sampan's own words in Chinese; the effective UI
+language setting read from the settings API is zh_CN. Writes the screenshot docs/images/lab-zh.png (README.zh-CN.md)."""
 from __future__ import annotations
 
 import json
@@ -65,7 +65,21 @@ def test_lab_in_chinese_shows_chinese_menus_and_the_chinese_lesson(zh_lab, page)
     # the code's comments and printed words are Chinese too (metadata.sampan.comments / strings)
     page.locator(".jp-NotebookPanel .jp-CodeCell", has_text="跳过较慢的检查").first.wait_for(timeout=WAIT)
     assert page.locator(".jp-NotebookPanel .jp-CodeCell", has_text="skip the slow checks").count() == 0
-    page.locator(".jp-StatusBar-Widget", has_text="Sampan (Python 3)").first.wait_for(timeout=WAIT)  # kernel up
+    page.locator(".jp-StatusBar-Widget", has_text="Sampan (Python 3)").first.wait_for(timeout=WAIT)
+    page.locator(".jp-StatusBar-Widget", has_text="空闲").first.wait_for(timeout=WAIT)  # the kernel is up ("Idle")
+    # run the lesson's first cells as a learner does (Shift+Enter from the parameters cell: parameters, imports, the
+    # section's heading, the check, its items): what Sampan itself prints follows the course's language too
+    lesson = page.locator(".jp-NotebookPanel:visible")  # the index stays open in a hidden tab
+    lesson.locator(".jp-CodeCell").first.locator(".jp-InputPrompt").click(timeout=WAIT)
+    for _ in range(5):
+        page.keyboard.press("Shift+Enter")
+    check = lesson.locator(".jp-CodeCell", has_text="run_check").first
+    items = lesson.locator(".jp-OutputArea-output", has_text="CPU：前向 + 反向")
+    items.nth(1).wait_for(timeout=WAIT)  # the report's table and the loop's lines, in Chinese
+    assert items.count() == 2 and lesson.locator(".jp-OutputArea-output", has_text="cpu: forward").count() == 0
+    assert lesson.locator(".jp-OutputArea-output", has_text="Sampan 已就绪。").count() == 1
+    check.evaluate("cell => cell.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)
     (REPO / "docs" / "images").mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(REPO / "docs" / "images" / "lab-zh.png"))
 

@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 import torch
 
+from sampan.utils.i18n import tr
+
 # (words to look for in dynamo's reason, lower case) -> plain-language hint
 _HINTS: list[tuple[tuple[str, ...], str]] = [
     (("item()", ".item", "capture_scalar_outputs", "tolist"),
@@ -29,12 +31,12 @@ _UNSUPPORTED_HINT = ("Python that the compiler does not support (a C extension, 
 
 
 def hint_for(reason: str) -> str:
-    """A plain-language hint for one graph-break reason."""
+    """A plain-language hint for one graph-break reason, in the learner's language (:mod:`sampan.utils.i18n`)."""
     low = reason.lower()
     for words, hint in _HINTS:
         if any(w in low for w in words):
-            return hint
-    return _UNSUPPORTED_HINT
+            return tr(hint)
+    return tr(_UNSUPPORTED_HINT)
 
 
 @dataclass(frozen=True)
@@ -55,11 +57,11 @@ class GraphBreak:
     hint: str
 
     def __str__(self) -> str:
-        where = f"{self.filename}:{self.lineno}" if self.filename else "<unknown location>"
+        where = f"{self.filename}:{self.lineno}" if self.filename else tr("<unknown location>")
         text = f"- {where}: {self.reason}"
         if self.source:
             text += f"\n      {self.source}"
-        return text + f"\n    HINT: {self.hint}"
+        return text + f"\n    {tr('HINT: ')}{self.hint}"
 
 
 @dataclass
@@ -92,15 +94,15 @@ class ExplainReport:
         return not self.breaks and self.graph_count <= 1
 
     def __str__(self) -> str:
-        head = (f"{self.graph_count} graph(s), {self.graph_break_count} graph break(s), "
-                f"{self.op_count} op(s) captured.")
-        text = head + (" The whole forward is one static graph." if not self.breaks else
+        head = tr("{graphs} graph(s), {breaks} graph break(s), {ops} op(s) captured.", graphs=self.graph_count,
+                  breaks=self.graph_break_count, ops=self.op_count)
+        text = head + (tr(" The whole forward is one static graph.") if not self.breaks else
                        "\n" + "\n".join(str(b) for b in self.breaks))
         if self.choices:
-            text += "\nto_static runs, per input shape (the faster path, measured after warm-up):"
+            text += "\n" + tr("to_static runs, per input shape (the faster path, measured after warm-up):")
             text += "".join(f"\n- {shape}: {choice}" for shape, choice in self.choices.items())
         if self.training_passes:
-            text += "\nto_static training also uses: " + ", ".join(self.training_passes)
+            text += "\n" + tr("to_static training also uses: ") + ", ".join(self.training_passes)
         return text
 
     def _repr_pretty_(self, p, cycle):  # IPython shows the readable form

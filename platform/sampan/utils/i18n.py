@@ -70,6 +70,32 @@ _ZH = {
     "cudnn.benchmark (autotuning) is {state}": "cudnn.benchmark（自动调优）{state}",
     "on": "已打开", "off": "已关闭", "; ": "；", "check": "检查项", "time": "用时", "detail": "详情",
     "no GPU visible": "没有可见的 GPU", "none detected": "未检测到",
+    # sampan.jit.explain
+    "{graphs} graph(s), {breaks} graph break(s), {ops} op(s) captured.":
+        "{graphs} 个图，{breaks} 处图中断（graph break），捕获了 {ops} 个算子。",
+    " The whole forward is one static graph.": "整个 forward 是一张静态图。",
+    "to_static runs, per input shape (the faster path, measured after warm-up):":
+        "to_static 对每种输入形状选用的路径（预热后实测更快的那条）：",
+    "to_static training also uses: ": "to_static 训练还用到了：",
+    "<unknown location>": "<位置未知>",
+    "HINT: ": "提示：",
+    "`.item()` / `.tolist()` turns a tensor into a Python number, which a graph cannot hold. Keep the value a tensor "
+    "(e.g. `torch.where(x > 0, a, b)` instead of `a if x.item() > 0 else b`), or move it out of forward.":
+        "`.item()` / `.tolist()` 把张量变成 Python 数字，而图里放不下 Python 数字。让这个值保持为张量（例如用 "
+        "`torch.where(x > 0, a, b)` 代替 `a if x.item() > 0 else b`），或者把它移出 forward。",
+    "Python `if` / `while` on a tensor's *value* (data-dependent control flow): the graph cannot know which branch "
+    "to take. Compute both and pick with `torch.where`, or use `torch.cond(pred, true_fn, false_fn, (x,))`.":
+        "根据张量的*值*做 Python `if` / `while` 判断（依赖数据的控制流）：图无法预先知道要走哪个分支。把两个分支都算出来"
+        "再用 `torch.where` 选择，或者使用 `torch.cond(pred, true_fn, false_fn, (x,))`。",
+    "Printing or logging inside forward. Remove it, or guard it with `if not torch.compiler.is_compiling():`.":
+        "在 forward 里打印或写日志。删掉它，或者用 `if not torch.compiler.is_compiling():` 把它包起来。",
+    "Converting to NumPy inside forward leaves the graph. Use the torch equivalent of the NumPy call.":
+        "在 forward 里转换成 NumPy 会离开图。改用与该 NumPy 调用等价的 torch 函数。",
+    "Python that the compiler does not support (a C extension, an unsupported builtin or library call, a "
+    "generator...). Move it out of forward, or wrap that helper in `@torch.compiler.disable` so the rest still "
+    "compiles.":
+        "编译器不支持的 Python 代码（C 扩展、不支持的内置函数或库调用、生成器……）。把它移出 forward，或者给那个辅助函数"
+        "加上 `@torch.compiler.disable`，让其余部分照样编译。",
     # sampan.data's catalog (DatasetInfo.describe)
     "8x8 handwritten digits, 0-9 (UCI ML hand-written digits, via scikit-learn)":
         "8x8 的手写数字 0-9（UCI 机器学习库的手写数字，由 scikit-learn 提供）",

@@ -77,3 +77,23 @@ def test_every_dataset_of_the_catalog_is_described_in_chinese():
     for info in CATALOG.values():
         assert info.describe("zh") != info.description and cjk_share(info.describe("zh")) > 0.3, info.name
         assert info.describe("en") == info.description
+
+
+def test_explain_gives_its_counts_and_hints_in_chinese(chinese):
+    import importlib
+
+    from sampan.jit import explain
+
+    module = importlib.import_module("sampan.jit.explain")
+    for _, hint in [*module._HINTS, ((), module._UNSUPPORTED_HINT)]:  # every hint a learner can get
+        assert hint in i18n._ZH, hint
+
+    class Branchy(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:  # a branch on a tensor's value: a graph break
+                return x * 2
+            return x
+
+    text = str(explain(Branchy(), torch.ones(3)))
+    assert re.match(r"\d 个图，1 处图中断（graph break），捕获了 \d+ 个算子。\n", text) and "提示：根据张量的*值*" in text
+    assert "整个 forward 是一张静态图。" in str(explain(torch.nn.Linear(3, 2), torch.ones(1, 3)))

@@ -134,12 +134,19 @@ class StepTimer(Callback, PhaseClock):
                 "loop_overhead": loop / compute if compute > 0 else float("nan")}
 
     def table(self) -> str:
-        """The summary as a Markdown table."""
+        """The summary as a Markdown table, in the learner's language (:mod:`sampan.utils.i18n`; the phases keep
+        their names, which are the keys of :meth:`summary`)."""
+        from sampan.utils.i18n import tr
+
         s = self.summary()
-        lines = ["| phase | median ms | share | what |", "|---|---|---|---|"]
+        lines = ["| " + " | ".join(tr(word) for word in ("phase", "median ms", "share", "what")) + " |",
+                 "|---|---|---|---|"]
         for p in PHASES:
-            lines.append(f"| {p} | {s['ms'].get(p, 0.0):.3f} | {s['share'].get(p, 0.0):.1%} | {_DESCRIPTIONS[p]} |")
-        lines.append(f"| **step** | {s['ms'].get('total', 0.0):.3f} | 100% | |")
-        lines.append(f"\nfit's loop overhead: {s['loop_ms']:.3f} ms per step = {s['loop_overhead']:.1%} of the "
-                     f"{s['compute_ms']:.3f} ms of compute it wraps; input (data + h2d): {s['input_ms']:.3f} ms.")
+            lines.append(f"| {p} | {s['ms'].get(p, 0.0):.3f} | {s['share'].get(p, 0.0):.1%} | "
+                         f"{tr(_DESCRIPTIONS[p])} |")
+        lines.append(f"| **{tr('step')}** | {s['ms'].get('total', 0.0):.3f} | 100% | |")
+        lines.append("\n" + tr("fit's loop overhead: {loop} ms per step = {share} of the {compute} ms of compute it "
+                               "wraps; input (data + h2d): {input} ms.", loop=f"{s['loop_ms']:.3f}",
+                               share=f"{s['loop_overhead']:.1%}", compute=f"{s['compute_ms']:.3f}",
+                               input=f"{s['input_ms']:.3f}"))
         return "\n".join(lines)

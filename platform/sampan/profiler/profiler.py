@@ -15,6 +15,17 @@ from torch.profiler import ProfilerActivity
 from sampan.callbacks.base import Callback
 from sampan.errors import bad_argument, check_int
 
+# libkineto's own log level (0 verbose ... 6 silent), read when the first torch profiler starts in a process
+KINETO_LOG_LEVEL = "6"
+
+
+def quiet_kineto() -> None:
+    """Keeps libkineto (torch.profiler's C++ tracer) from writing to the process's stderr unless the user set
+    ``KINETO_LOG_LEVEL``: it writes ``USDT: ... profiler_start`` / ``profiler_stop`` lines for each profile and,
+    with a CUDA build of torch on a machine without a GPU, ``ERROR: ... gpuGetDeviceCount failed with code 35``,
+    which a learner reads as a failure under the profiled cell. ``KINETO_LOG_LEVEL=0`` brings them back."""
+    os.environ.setdefault("KINETO_LOG_LEVEL", KINETO_LOG_LEVEL)
+
 SortKey = Literal["cpu_total", "self_cpu_total", "device_total", "self_device_total", "count", "cpu_memory",
                   "device_memory"]
 _SORT_ATTRS = {"cpu_total": "cpu_time_total", "self_cpu_total": "self_cpu_time_total",
@@ -139,6 +150,7 @@ class Profiler:
     def start(self) -> "Profiler":
         self._trace = None
         if not self.timer_only:
+            quiet_kineto()
             self._prof = torch.profiler.profile(
                 activities=self._activities, schedule=self._schedule, on_trace_ready=self._ready,
                 record_shapes=self.record_shapes, profile_memory=self.profile_memory, with_stack=self.with_stack)

@@ -96,6 +96,17 @@ _ZH = {
     "compiles.":
         "编译器不支持的 Python 代码（C 扩展、不支持的内置函数或库调用、生成器……）。把它移出 forward，或者给那个辅助函数"
         "加上 `@torch.compiler.disable`，让其余部分照样编译。",
+    # sampan.profiler.StepTimer.table
+    "phase": "阶段", "median ms": "中位数（毫秒）", "share": "占比", "what": "内容", "step": "每步合计",
+    "waiting for the next batch from the data loader": "等待数据加载器送来下一个批次",
+    "splitting the batch and copying it to the device": "拆分批次并复制到设备",
+    "the network's forward pass and the loss": "网络的前向传播和损失",
+    "the backward pass": "反向传播",
+    "gradient clipping (AMP: unscaling) and optimizer.step()": "梯度裁剪（AMP：反缩放）和 optimizer.step()",
+    "zero_grad, loss.item(), metrics and logs": "zero_grad、loss.item()、指标和日志",
+    "callbacks' on_train_batch_begin/end": "回调的 on_train_batch_begin/end",
+    "fit's loop overhead: {loop} ms per step = {share} of the {compute} ms of compute it wraps; input (data + h2d): "
+    "{input} ms.": "fit 循环的开销：每步 {loop} 毫秒，占它包裹的 {compute} 毫秒计算的 {share}；输入（data + h2d）：{input} 毫秒。",
     # sampan.data's catalog (DatasetInfo.describe)
     "8x8 handwritten digits, 0-9 (UCI ML hand-written digits, via scikit-learn)":
         "8x8 的手写数字 0-9（UCI 机器学习库的手写数字，由 scikit-learn 提供）",

@@ -97,3 +97,18 @@ def test_explain_gives_its_counts_and_hints_in_chinese(chinese):
     text = str(explain(Branchy(), torch.ones(3)))
     assert re.match(r"\d 个图，1 处图中断（graph break），捕获了 \d+ 个算子。\n", text) and "提示：根据张量的*值*" in text
     assert "整个 forward 是一张静态图。" in str(explain(torch.nn.Linear(3, 2), torch.ones(1, 3)))
+
+
+def test_the_step_breakdown_table_speaks_chinese(chinese):
+    from sampan.profiler import StepTimer
+
+    timer = StepTimer(skip=0)
+    data = torch.utils.data.TensorDataset(torch.randn(48, 4), torch.randint(0, 2, (48,)))
+    import sampan
+
+    model = sampan.Model(torch.nn.Linear(4, 2))
+    model.prepare(torch.optim.SGD(model.parameters(), lr=0.1), torch.nn.CrossEntropyLoss())
+    model.fit(data, batch_size=16, epochs=1, verbose=0, callbacks=[timer])
+    table = timer.table()
+    assert table.startswith("| 阶段 | 中位数（毫秒） | 占比 | 内容 |") and "| data | " in table  # phases stay keys
+    assert "等待数据加载器送来下一个批次" in table and "fit 循环的开销：每步 " in table

@@ -24,7 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from sampan._version import __version__
 from sampan.errors import SampanError
+from sampan.utils.quiet import quiet_torch_notes
 from sampan.utils.record import record
+
+quiet_torch_notes()  # no libkineto or cpp_extension lines under a cell that worked (sampan.utils.quiet)
 
 __all__ = [
     "__version__",

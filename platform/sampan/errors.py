@@ -131,3 +131,23 @@ def first_line(exc: BaseException) -> str:
         if line.strip():
             return line.strip()
     return type(exc).__name__
+
+
+def outside_sampan() -> int:
+    """The ``stacklevel`` that makes ``warnings.warn(..., stacklevel=outside_sampan())`` name the first caller outside
+    Sampan, however deep inside Sampan the warning is raised: the learner's own line (a notebook cell, a script),
+    not a Sampan helper nor, from a cell's top level, IPython's ``exec``.
+
+    Example:
+        >>> import warnings
+        >>> from sampan.errors import outside_sampan
+        >>> warnings.warn("heads up", stacklevel=outside_sampan())  # doctest: +SKIP
+    """
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1  # the function that warns is level 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -14,17 +14,7 @@ from torch.profiler import ProfilerActivity
 
 from sampan.callbacks.base import Callback
 from sampan.errors import bad_argument, check_int
-
-# libkineto's own log level (0 verbose ... 6 silent), read when the first torch profiler starts in a process
-KINETO_LOG_LEVEL = "6"
-
-
-def quiet_kineto() -> None:
-    """Keeps libkineto (torch.profiler's C++ tracer) from writing to the process's stderr unless the user set
-    ``KINETO_LOG_LEVEL``: it writes ``USDT: ... profiler_start`` / ``profiler_stop`` lines for each profile and,
-    with a CUDA build of torch on a machine without a GPU, ``ERROR: ... gpuGetDeviceCount failed with code 35``,
-    which a learner reads as a failure under the profiled cell. ``KINETO_LOG_LEVEL=0`` brings them back."""
-    os.environ.setdefault("KINETO_LOG_LEVEL", KINETO_LOG_LEVEL)
+from sampan.utils.quiet import quiet_kineto
 
 SortKey = Literal["cpu_total", "self_cpu_total", "device_total", "self_device_total", "count", "cpu_memory",
                   "device_memory"]

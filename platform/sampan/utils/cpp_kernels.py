@@ -17,28 +17,11 @@ from typing import Callable
 
 import torch
 
+from sampan.utils.quiet import quiet_cuda_home_note
+
 _STATE: dict[str, str | None] = {}
 _log = logging.getLogger("sampan.utils.cpp_kernels")
-
-
-class _NoCudaHomeNote(logging.Filter):
-    """Drops ``torch.utils.cpp_extension``'s "No CUDA runtime is found, using CUDA_HOME=..." (logged when that
-    module is first imported, by Sampan's kernels or by inductor compiling a CPU graph, on a machine with a CUDA
-    toolkit but no GPU: a CUDA container on a CPU node). It says nothing about CPU code; in a lesson it reads as a
-    warning under a cell that worked."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("No CUDA runtime is found")
-
-
-def quiet_cuda_home_note() -> None:
-    """Installs :class:`_NoCudaHomeNote` on torch's ``torch.utils.cpp_extension`` logger (once)."""
-    logger = logging.getLogger("torch.utils.cpp_extension")
-    if not any(isinstance(f, _NoCudaHomeNote) for f in logger.filters):
-        logger.addFilter(_NoCudaHomeNote())
-
-
-quiet_cuda_home_note()  # before anything imports torch.utils.cpp_extension (this module, to_static's compile)
+quiet_cuda_home_note()  # before cpp_extension's first import (sampan.utils.quiet; import sampan did it already)
 
 
 def load(name: str, source: Path, op: str, what: str, fake: Callable | None = None,

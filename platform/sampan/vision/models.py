@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from sampan.errors import CheckpointError, bad_argument, check_int
+from sampan.errors import CheckpointError, bad_argument, check_int, outside_sampan
 from sampan.utils.io import atomic_write, writing_data_home, zoo_dir
 
 __all__ = [
@@ -301,6 +301,6 @@ def load_from_zoo(net: nn.Module, name: str, *, head: tuple[str, ...] = ()) -> n
         )
     if fresh_head:
         warnings.warn(f"{name}: classifier head {fresh_head} has another num_classes; left freshly initialised.",
-                      stacklevel=3)
+                      stacklevel=outside_sampan())
     net.load_state_dict({k: v for k, v in saved.items() if k in own and k not in fresh_head}, strict=False)
     return net

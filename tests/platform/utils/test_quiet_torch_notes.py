@@ -38,7 +38,13 @@ def test_profiling_through_sampan_writes_no_kineto_lines():
     assert "profiler_start" in _stderr(PROFILE_WITH_SAMPAN, KINETO_LOG_LEVEL="0")  # the user's own level wins
 
 
-def test_sampans_compile_path_drops_the_cuda_home_note(tmp_path):
+def test_import_sampan_drops_the_cuda_home_note(tmp_path):
     assert "No CUDA runtime is found" in _stderr("import torch.utils.cpp_extension", CUDA_HOME=str(tmp_path))
-    said = _stderr("import sampan.jit, torch.utils.cpp_extension", CUDA_HOME=str(tmp_path))
+    said = _stderr("import sampan, torch.utils.cpp_extension", CUDA_HOME=str(tmp_path))
     assert "No CUDA runtime is found" not in said, said
+
+
+def test_import_sampan_quiets_kineto_for_torch_profiler_too():
+    """A lesson that profiles with torch.profiler itself (large_models measures memory that way)."""
+    said = _stderr("import sampan\n" + PROFILE_WITH_TORCH)
+    assert "profiler_start" not in said and "gpuGetDeviceCount" not in said, said

@@ -84,8 +84,12 @@ def test_pretrained_by_zoo_name_with_a_new_head_keeps_the_backbone():
     torch.manual_seed(2)
     source = models.resnet18(num_classes=10)
     models.save_to_zoo(source, "resnet18-shapes")
-    with pytest.warns(UserWarning, match="freshly initialised"):
+    with pytest.warns(UserWarning, match="freshly initialised") as seen:
         net = models.resnet18(pretrained="resnet18-shapes", num_classes=4)
+    with pytest.warns(UserWarning, match="freshly initialised") as direct:
+        models.load_from_zoo(models.resnet18(num_classes=4), "resnet18-shapes", head=("fc",))
+    # the warning names the learner's line, whichever way the weights were loaded (not Sampan's, not IPython's)
+    assert seen[0].filename == direct[0].filename == __file__
     assert torch.equal(net.conv1.weight, source.conv1.weight)
     assert torch.equal(net.layer4[1].conv2.weight, source.layer4[1].conv2.weight)
     assert net.fc.out_features == 4

@@ -32,7 +32,7 @@ REPORT_HTML = """<!DOCTYPE html>
 <main class="sampan-report-page">
 <h1>{{ t.heading }} &mdash; {{ t[r.mode] }}</h1>
 <div class="meta">
-  {{ t.run_folder }} <code>{{ r.run_dir }}</code>{{ t.comma }}{{ t.started }} {{ r.started }}{% if r.finished %}{{ t.comma }}{{ t.finished }} {{ r.finished }}{% endif %}{{ t.stop }}
+  {{ t.run_folder }} <code>{{ r.run_dir }}</code>{{ t.comma }}{{ t.started }} {{ r.started | when }}{% if r.finished %}{{ t.comma }}{{ t.finished }} {{ r.finished | when }}{% set time = took(r.started, r.finished, t.units) %}{% if time %}{{ t.comma }}{{ t.took.format(time=time) }}{% endif %}{% endif %}{{ t.stop }}
   {{ t.parameters }} {% for k, v in r.parameters.items() %}<code>{{ k }}={{ v }}</code> {% endfor %}
 </div>
 {% if r.get("interrupted") %}<p class="bad" id="interrupted">{{ t.interrupted_run }}</p>{% endif %}

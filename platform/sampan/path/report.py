@@ -20,6 +20,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "html_lang": "en", "title": "Sampan learning-path report", "heading": "Learning-path report",
         "quick": "quick mode", "full": "full mode", "run_folder": "Run folder", "started": "started",
         "finished": "finished", "comma": ", ", "colon": ": ", "stop": ".", "parameters": "Parameters:",
+        "took": "took {time}", "units": ("s", "min", "h"),
         "passed": "passed", "failed": "failed", "skipped": "skipped", "not_run": "not run",
         "col_stage": "Stage", "col_lesson": "Lesson", "col_status": "Status", "col_duration": "Duration",
         "col_metrics": "Metrics (expected range)", "col_notes": "Notes", "executed": "executed notebook",
@@ -51,6 +52,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "html_lang": "zh-CN", "title": "Sampan 学习路线报告", "heading": "学习路线报告",
         "quick": "快速模式", "full": "完整模式", "run_folder": "运行目录", "started": "开始于",
         "finished": "结束于", "comma": "，", "colon": "：", "stop": "。", "parameters": "参数：",
+        "took": "用时 {time}", "units": ("秒", "分", "小时"),
         "passed": "通过", "failed": "失败", "skipped": "跳过", "not_run": "未运行",
         "col_stage": "阶段", "col_lesson": "课程", "col_status": "状态", "col_duration": "用时",
         "col_metrics": "指标（期望范围）", "col_notes": "备注", "executed": "已执行的笔记本",
@@ -126,6 +128,8 @@ def render_html(data: dict[str, Any], *, links: bool = True) -> str:
     env.filters["bound"] = lambda b: "−∞/∞" if b is None else f"{b:g}"
     env.filters["num"] = _num
     env.filters["relative_link"] = _relative_link
+    env.filters["when"] = _when
+    env.globals["took"] = _took
     language = data.get("language")
     t = MESSAGES[language if language in MESSAGES else "en"]
     try:
@@ -163,6 +167,43 @@ def _relative_link(value: Any) -> str:
 def relative_href(href: str) -> str:
     """A relative link a browser can never read as a scheme (``javascript:x/a.html`` → ``./javascript:x/a.html``)."""
     return "./" + href if ":" in href.split("/", 1)[0] else href
+
+
+def _moment(text: Any) -> Any:
+    """``text`` as an aware datetime when it is an ISO time (``report.json``'s ``started``), else None."""
+    import datetime
+
+    try:
+        moment = datetime.datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def _when(text: Any) -> str:
+    """``2026-12-06T18:41:50+00:00`` as ``2026-12-06 18:41:50 UTC`` (``+08:00`` kept as ``UTC+08:00``); anything
+    else unchanged."""
+    moment = _moment(text)
+    if moment is None:
+        return str(text)
+    offset = moment.utcoffset()
+    zone = "UTC" if not offset else "UTC" + moment.strftime("%z")[:3] + ":" + moment.strftime("%z")[3:]
+    return f"{moment:%Y-%m-%d %H:%M:%S} {zone}"
+
+
+def _took(started: Any, finished: Any, units: tuple[str, str, str] = ("s", "min", "h")) -> str:
+    """How long the run took, ``42 s`` / ``3 min 05 s`` / ``1 h 02 min`` (in ``units``: seconds, minutes, hours);
+    ``""`` when either time is not ISO."""
+    begin, end = _moment(started), _moment(finished)
+    if begin is None or end is None or end < begin:
+        return ""
+    s, m, h = units
+    seconds = round((end - begin).total_seconds())
+    if seconds < 60:
+        return f"{seconds} {s}"
+    if seconds < 3600:
+        return f"{seconds // 60} {m} {seconds % 60:02d} {s}"
+    return f"{seconds // 3600} {h} {seconds % 3600 // 60:02d} {m}"
 
 
 def _num(value: Any) -> str:

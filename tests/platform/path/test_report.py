@@ -41,3 +41,15 @@ def test_data_that_is_not_a_report_is_a_clear_value_error(data, problem):
     with pytest.raises(ValueError, match=r"not a learning-path report that this version can show \(.*"
                                          + re.escape(problem) + r".*HINT: open a report\.json written by"):
         render_html(data)
+
+
+@pytest.mark.parametrize("lang, started, finished, expected", [
+    ("en", "2026-12-06T18:41:50+00:00", "2026-12-06T18:44:55+00:00",
+     "started 2026-12-06 18:41:50 UTC, finished 2026-12-06 18:44:55 UTC, took 3 min 05 s."),
+    ("zh", "2026-12-07T08:00:00+08:00", "2026-12-07T09:02:30+08:00",
+     "开始于 2026-12-07 08:00:00 UTC+08:00，结束于 2026-12-07 09:02:30 UTC+08:00，用时 1 小时 02 分。"),
+    ("en", "t0", "t1", "started t0, finished t1."),  # not ISO times (an older or hand-made report): as they are
+])
+def test_the_run_times_read_as_a_person_writes_them(lang, started, finished, expected):
+    page = render_html(_report(language=lang, started=started, finished=finished))
+    assert expected in re.sub(r"\s+", " ", page)

@@ -40,6 +40,11 @@ def test_table_highlights_what_differs_and_curves_overlay_the_selection(three_ru
     assert table.count("<th") == table.count("<td") // 3  # the head has as many columns as each of the 3 rows
     assert view._curves_view.value.count("<polyline") == 3 and "eval_acc by step" in view._curves_view.value
     assert view._parallel.value.count("<polyline") == 3
+    # each axis says its values: optimizer.lr from its lowest to its highest learning rate, then the metric's range
+    ticks = re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', view._parallel.value)
+    assert ticks[:2] == ["0.01", "0.3"] and len(ticks) == 4
+    accs = sorted(r.metrics["eval_acc"] for r in view.runs)
+    assert ticks[2:] == [f"{accs[0]:.3g}", f"{accs[-1]:.3g}"] or accs[0] == accs[-1]
     # the view reached the frontend through the comm
     assert any("sampan-compare-table" in u.get("value", "") for u in recorder.updates())
 

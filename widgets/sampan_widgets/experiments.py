@@ -220,12 +220,14 @@ class RunCompare(Drawn):
                          title=tr("{metric} by step").format(metric=metric))
 
     def parallel_svg(self, metric: str | None) -> str:
-        """Parallel coordinates: one axis per differing parameter, then the metric; the selection in color."""
+        """Parallel coordinates: one axis per differing parameter, then the metric; the selection in color. Each axis
+        is labelled with its values: a number axis with its lowest and highest value (``log`` when it spans more
+        than 50x), a category axis with each category."""
         axes = compare.differing_params(self.runs)[:8] + ([metric] if metric else [])
         if len(axes) < 2 or not self.runs:
             return ""
         w, h, pad = self.width, self.height, 24
-        columns = []
+        columns, ticks = [], []
         for name in axes:
             values = [r.metrics.get(name) if name == metric else r.params.get(name) for r in self.runs]
             nums = [_num(v) for v in values]
@@ -236,9 +238,12 @@ class RunCompare(Drawn):
                 f = (lambda x, lo=lo, hi=hi, log=log: 0.5 if hi == lo else
                      ((math.log(x) - math.log(lo)) / (math.log(hi) - math.log(lo)) if log else (x - lo) / (hi - lo)))
                 columns.append([None if n is None else f(n) for n in nums])
+                ticks.append([(0.5, f"{lo:.3g}")] if hi == lo else
+                             [(0.0, f"{lo:.3g}"), (1.0, f"{hi:.3g}" + (" (log)" if log else ""))])
             else:
                 levels = sorted({str(v) for v in values if v is not None})
                 columns.append([None if v is None else (levels.index(str(v)) + 0.5) / len(levels) for v in values])
+                ticks.append([((j + 0.5) / len(levels), level[:12]) for j, level in enumerate(levels)])
         xs = [pad + i * (w - 2 * pad) / (len(axes) - 1) for i in range(len(axes))]
         out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" style="font:10px sans-serif;'
                f'background:#fff"><text x="{w / 2}" y="12" text-anchor="middle" font-weight="bold">'
@@ -254,9 +259,15 @@ class RunCompare(Drawn):
             path = " ".join(f"{x:.1f},{h - pad - y * (h - 2 * pad - 10):.1f}" for x, y in pts)
             out.append(f'<polyline fill="none" stroke="{color}" stroke-width="{width}" stroke-opacity="{op}" '
                        f'points="{path}"/>')
-        for x, name in zip(xs, axes):
+        for i, (x, name, marks) in enumerate(zip(xs, axes, ticks)):
             out.append(f'<line x1="{x}" y1="{pad}" x2="{x}" y2="{h - pad}" stroke="#444"/>'
                        f'<text x="{x}" y="{h - 6}" text-anchor="middle">{html.escape(name[:14])}</text>')
+            last = i == len(axes) - 1  # its values go left of the axis, inside the picture
+            for y, text in marks:
+                out.append(f'<text class="tick" x="{x - 4 if last else x + 4}" '
+                           f'y="{h - pad - y * (h - 2 * pad - 10) + 3:.1f}" text-anchor="{"end" if last else "start"}" '
+                           f'fill="#444" font-size="9" stroke="#fff" stroke-width="3" paint-order="stroke">'  # legible over lines
+                           f'{html.escape(text)}</text>')
         return "".join(out) + "</svg>"
 
     # ------------------------------------------------------------------ static picture

@@ -378,7 +378,7 @@ def _learners_as_nobody(base, tmp_path, monkeypatch) -> None:
     # the account's reach: the system Python runs a copy of the modules prepare_home needs
     source = Path(spawner_module.__file__).parents[1]
     for rel in ("__init__.py", "_version.py", "errors.py", "hub/__init__.py", "hub/course.py", "utils/__init__.py",
-                "utils/io.py", "utils/record.py"):
+                "utils/io.py", "utils/quiet.py", "utils/record.py"):
         (base / "code" / "sampan" / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / rel, base / "code" / "sampan" / rel)
     for path in [base / "code", *(base / "code").rglob("*")]:

@@ -109,3 +109,10 @@ def test_a_class_encrypts_its_learners_kernels_on_every_deployment(tmp_path):
     config = '{"KernelManager": {"transport_encryption": "auto"}}'
     dockerfile = (deploy / "Dockerfile").read_text()
     assert dockerfile.count(f"echo '{config}' > /etc/jupyter/jupyter_config.json") == 2  # the cpu and cuda images
+
+
+def test_no_policy_that_leaves_kernels_in_the_clear_is_accepted():
+    from sampan.utils.notebooks import encryption_args
+
+    with pytest.raises(ValueError, match=r"Expected `policy` to be 'auto' or 'required'.*Received: policy='disabled'"):
+        encryption_args("disabled")

@@ -148,7 +148,8 @@ def encryption_args(policy: str = KERNEL_ENCRYPTION) -> list[str]:
     """
     if policy not in ("auto", "required"):
         raise ValueError(bad_argument("policy", policy, "'auto' or 'required'",
-                                      "Sampan never starts kernels with unencrypted channels"))
+                                      "pass 'auto' (every kernel whose spec declares CurveZMQ is encrypted) or "
+                                      "'required' (a kernel that cannot be encrypted is refused)"))
     return [f"--KernelManager.transport_encryption={policy}"]
 
 

@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from lab_cells import run_the_check
 from path_runs import planted_runs
 from servers import stop, wait_until
 
@@ -83,6 +84,8 @@ def test_sampan_lab_opens_the_course_index(env, page, tmp_path):
         page.locator(".jp-StatusBar-Widget", has_text="Sampan (Python 3)").first.wait_for(timeout=WAIT)
         # the news question was answered in the settings (see `env`): no toast asks it
         assert page.get_by_text("official Jupyter news").count() == 0
+        # the lesson's first cells run in its kernel: README's picture shows the check's report
+        run_the_check(page, idle="Idle", first_item="cpu: forward + backward", ready="Sampan is ready.", wait=WAIT)
         IMAGES.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(IMAGES / "lab-lesson.png"))
         assert not errors, errors

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from lab_cells import run_the_check
 from servers import stop, wait_until
 
 from sampan.cli._servers import free_port
@@ -66,20 +67,9 @@ def test_lab_in_chinese_shows_chinese_menus_and_the_chinese_lesson(zh_lab, page)
     page.locator(".jp-NotebookPanel .jp-CodeCell", has_text="跳过较慢的检查").first.wait_for(timeout=WAIT)
     assert page.locator(".jp-NotebookPanel .jp-CodeCell", has_text="skip the slow checks").count() == 0
     page.locator(".jp-StatusBar-Widget", has_text="Sampan (Python 3)").first.wait_for(timeout=WAIT)
-    page.locator(".jp-StatusBar-Widget", has_text="空闲").first.wait_for(timeout=WAIT)  # the kernel is up ("Idle")
-    # run the lesson's first cells as a learner does (Shift+Enter from the parameters cell: parameters, imports, the
-    # section's heading, the check, its items): what Sampan itself prints follows the course's language too
-    lesson = page.locator(".jp-NotebookPanel:visible")  # the index stays open in a hidden tab
-    lesson.locator(".jp-CodeCell").first.locator(".jp-InputPrompt").click(timeout=WAIT)
-    for _ in range(5):
-        page.keyboard.press("Shift+Enter")
-    check = lesson.locator(".jp-CodeCell", has_text="run_check").first
-    items = lesson.locator(".jp-OutputArea-output", has_text="CPU：前向 + 反向")
-    items.nth(1).wait_for(timeout=WAIT)  # the report's table and the loop's lines, in Chinese
-    assert items.count() == 2 and lesson.locator(".jp-OutputArea-output", has_text="cpu: forward").count() == 0
-    assert lesson.locator(".jp-OutputArea-output", has_text="Sampan 已就绪。").count() == 1
-    check.evaluate("cell => cell.scrollIntoView({block: 'start'})")
-    page.wait_for_timeout(300)
+    # the lesson's first cells, run as a learner does: what Sampan itself prints follows the course's language too
+    lesson = run_the_check(page, idle="空闲", first_item="CPU：前向 + 反向", ready="Sampan 已就绪。", wait=WAIT)
+    assert lesson.locator(".jp-OutputArea-output", has_text="cpu: forward").count() == 0
     (REPO / "docs" / "images").mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(REPO / "docs" / "images" / "lab-zh.png"))
 

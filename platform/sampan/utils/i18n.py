@@ -15,6 +15,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import os
 import unicodedata
 from collections.abc import Mapping
@@ -161,8 +162,24 @@ def default_language(environ: Mapping[str, str] | None = None) -> str:
 
 
 def language() -> str:
-    """The learner's language, ``"en"`` or ``"zh"`` (:func:`default_language` of this process's environment)."""
-    return default_language()
+    """The learner's language, ``"en"`` or ``"zh"`` (:func:`default_language` of this process's environment).
+
+    A ``SAMPAN_LANG`` Sampan does not know gives English and one warning that names it: a progress bar or a summary
+    is no reason to stop a training run (the commands that take ``--lang`` refuse it before anything starts)."""
+    try:
+        return default_language()
+    except ValueError as exc:
+        _warn_once(str(exc))
+        return DEFAULT_LANGUAGE
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    import warnings
+
+    from sampan.errors import outside_sampan
+
+    warnings.warn(f"{message} Showing Sampan's own words in English.", stacklevel=outside_sampan())
 
 
 def tr(text: str, lang: str | None = None, **fields: Any) -> str:

@@ -112,3 +112,20 @@ def test_the_step_breakdown_table_speaks_chinese(chinese):
     table = timer.table()
     assert table.startswith("| 阶段 | 中位数（毫秒） | 占比 | 内容 |") and "| data | " in table  # phases stay keys
     assert "等待数据加载器送来下一个批次" in table and "fit 循环的开销：每步 " in table
+
+
+def test_an_unknown_language_gives_english_and_one_warning_not_a_stopped_fit(monkeypatch, capsys):
+    from torch.utils.data import TensorDataset
+
+    import sampan
+    from sampan.callbacks import ProgressBar
+
+    i18n._warn_once.cache_clear()
+    monkeypatch.setenv("SAMPAN_LANG", "fr")
+    data = TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,)))
+    model = sampan.Model(torch.nn.Linear(4, 2))
+    model.prepare(torch.optim.SGD(model.parameters(), lr=0.1), torch.nn.CrossEntropyLoss())
+    with pytest.warns(UserWarning, match=r"Received: \$SAMPAN_LANG='fr'.*in English") as seen:
+        model.fit(data, epochs=2, batch_size=8, verbose=0, callbacks=[ProgressBar(verbose=2)])
+    assert len(seen) == 1 and seen[0].filename == __file__  # once, and at the learner's line
+    assert "Epoch 2/2 - " in capsys.readouterr().out

@@ -78,6 +78,6 @@ _ZH = {
 
 def tr(text: str) -> str:
     """``text`` in the learner's language (unknown words stay as they are)."""
-    from sampan.path.lang import default_language
+    from sampan.utils.i18n import language  # an unknown SAMPAN_LANG: English and one warning, never an error
 
-    return _ZH.get(text, text) if default_language() == "zh" else text
+    return _ZH.get(text, text) if language() == "zh" else text

@@ -169,8 +169,8 @@ class ResourceMonitor(MonitorCallback, Drawn):
         the next fit's end, ``stop()`` or closing the widget stops it (a headless ``MonitorCallback`` stops here)."""
 
     def _show_leak(self, message: str) -> None:
-        from sampan.path.lang import default_language
+        from sampan.utils.i18n import language
 
         messages = getattr(self.detector, "messages", None) or {}
-        self.leak_warning = messages.get(default_language(), message)  # the detector words it in each language
+        self.leak_warning = messages.get(language(), message)  # the detector words it in each language
         self._on_sample(self.sampler.latest or self.sampler.sample_now())

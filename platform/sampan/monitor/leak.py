@@ -55,7 +55,7 @@ class LeakDetector:
         self._every = max(1, window // 5)
         self.warned = False
         self.report: dict | None = None
-        self.message: str | None = None
+        self.message: str | None = None  # the warning in the learner's language (sampan.utils.i18n)
         self.messages: dict[str, str] | None = None   # the warning in each language, {"en": ..., "zh": ...}
 
     def reset(self) -> None:
@@ -85,8 +85,10 @@ class LeakDetector:
                    "steps": len(deltas), "per_step": self.report["per_step"] / 1024}
         self.messages = {lang: text.format(**{**figures, "name": _NAMES[lang].get(self.name, self.name)})
                          for lang, text in _LEAK_TEXT.items()}
-        message = self.messages["en"]  # the log and the warning; a view shows messages[its language]
-        self.warned, self.message = True, message
+        message = self.messages["en"]  # the log and the warning stay English; a view shows messages[its language]
+        from sampan.utils.i18n import language
+
+        self.warned, self.message = True, self.messages.get(language(), message)  # what a lesson prints
         _log.warning(message)
         warnings.warn(MemoryLeakWarning(message), stacklevel=3)
         return True

@@ -299,3 +299,14 @@ def test_leak_detector_words_its_warning_in_english_and_chinese():
     assert leaky.message == leaky.messages["en"] and leaky.messages["en"].startswith("process RSS grew by")
     assert leaky.messages["zh"].startswith("进程常驻内存（RSS） 从第 2 步到第 11 步增长了 0.0 MiB")
     assert "提示：保存 `loss.item()`" in leaky.messages["zh"]
+
+
+def test_a_chinese_learner_reads_the_leak_message_in_chinese(monkeypatch):
+    monkeypatch.setenv("SAMPAN_LANG", "zh")
+    leaky = LeakDetector(window=10, warmup=2, min_growth=1000, name="process RSS")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(40):
+            leaky.update(step, 10_000 + 300 * step)
+    assert leaky.message == leaky.messages["zh"]  # what the profiling lesson prints
+    assert str(caught[0].message) == leaky.messages["en"]  # the warning stays English, as every warning does

@@ -13,7 +13,6 @@ import torch
 from torch import nn
 
 from sampan.errors import SampanError, bad_argument
-from sampan.utils import cpp_kernels  # noqa: F401  (its import quiets cpp_extension's CUDA_HOME note before compiling)
 from sampan.jit._specs import allclose, max_abs_diff, normalize_specs
 
 Status = Literal["pending", "compiled", "eager"]

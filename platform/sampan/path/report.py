@@ -15,7 +15,7 @@ from sampan.utils.io import atomic_write_json, atomic_write_text
 _TEMPLATE = "report.html.j2"
 
 # Every string of report.html and of `sampan path list`, per language (sampan.path.lang.LANGUAGES).
-MESSAGES: dict[str, dict[str, str]] = {
+MESSAGES: dict[str, dict[str, Any]] = {
     "en": {
         "html_lang": "en", "title": "Sampan learning-path report", "heading": "Learning-path report",
         "quick": "quick mode", "full": "full mode", "run_folder": "Run folder", "started": "started",

@@ -14,7 +14,6 @@ from torch.profiler import ProfilerActivity
 
 from sampan.callbacks.base import Callback
 from sampan.errors import bad_argument, check_int
-from sampan.utils.quiet import quiet_kineto
 
 SortKey = Literal["cpu_total", "self_cpu_total", "device_total", "self_device_total", "count", "cpu_memory",
                   "device_memory"]
@@ -140,7 +139,6 @@ class Profiler:
     def start(self) -> "Profiler":
         self._trace = None
         if not self.timer_only:
-            quiet_kineto()
             self._prof = torch.profiler.profile(
                 activities=self._activities, schedule=self._schedule, on_trace_ready=self._ready,
                 record_shapes=self.record_shapes, profile_memory=self.profile_memory, with_stack=self.with_stack)

@@ -17,11 +17,8 @@ from typing import Callable
 
 import torch
 
-from sampan.utils.quiet import quiet_cuda_home_note
-
 _STATE: dict[str, str | None] = {}
 _log = logging.getLogger("sampan.utils.cpp_kernels")
-quiet_cuda_home_note()  # before cpp_extension's first import (sampan.utils.quiet; import sampan did it already)
 
 
 def load(name: str, source: Path, op: str, what: str, fake: Callable | None = None,

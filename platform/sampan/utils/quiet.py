@@ -1,5 +1,6 @@
 """Notes that torch's C++ side and its extension builder write under a learner's cell though nothing went wrong,
-kept out from ``import sampan`` on (this module imports no torch):
+kept out from ``import sampan`` on (this module imports no torch; importing any ``sampan.*`` module runs
+``sampan/__init__`` first, which calls :func:`quiet_torch_notes`):
 
 - libkineto (``torch.profiler``'s tracer) writes ``USDT: ... profiler_start`` / ``profiler_stop`` for each
   profile and, with a CUDA build of torch on a machine without a GPU, ``ERROR: ... gpuGetDeviceCount failed with

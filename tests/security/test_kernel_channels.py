@@ -12,13 +12,14 @@ unencrypted kernel's outputs, so the attack is real.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from sampan.utils.notebooks import execute_notebook
 
-SPY = __import__("pathlib").Path(__file__).with_name("_spy.py")
+SPY = Path(__file__).with_name("_spy.py")
 # printed by the cell, never written in it whole: iopub also publishes the cell's source
 SECRET = b"kernel-output-7431"
 CELL = """\
@@ -75,8 +76,6 @@ def test_the_same_spy_reads_an_unencrypted_kernels_outputs(tmp_path, monkeypatch
 def test_the_sampan_kernel_spec_declares_curve_and_servers_ask_for_it():
     """``transport_encryption="auto"`` encrypts only kernels whose spec says they can: Sampan's spec says so, and
     every server Sampan starts asks for it (the live dashboards of a class insist)."""
-    from pathlib import Path
-
     from sampan.cli import dashboard, lab
     from sampan.cli.kernel import kernel_spec
     from sampan.hub.live import voila_arguments
@@ -92,7 +91,6 @@ def test_the_sampan_kernel_spec_declares_curve_and_servers_ask_for_it():
 def test_a_class_encrypts_its_learners_kernels_on_every_deployment(tmp_path):
     """``sampan hub``'s learner servers, the Slurm nodes' and the container image's Jupyter servers."""
     import ast
-    from pathlib import Path
 
     from traitlets.config import Config
 

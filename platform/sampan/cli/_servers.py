@@ -70,31 +70,21 @@ def ensure_kernel() -> None:
               file=sys.stderr)
 
 
-def _spec_python(resource_dir: str) -> str | None:
-    """``argv[0]`` of the kernel spec in ``resource_dir``; None when it cannot be read."""
-    import json
-
-    try:
-        argv = json.loads((Path(resource_dir) / "kernel.json").read_text(encoding="utf-8"))["argv"]
-        return str(argv[0])
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        return None
-
-
 def _spec_problem(resource_dir: str) -> str | None:
     """What is wrong with the kernel spec in ``resource_dir`` for this Python, or None: it must run this interpreter
     and declare CurveZMQ (``metadata.supported_encryption``), so that the servers' ``transport_encryption="auto"``
     encrypts its channels (:data:`sampan.utils.notebooks.KERNEL_ENCRYPTION`)."""
-    python = _spec_python(resource_dir)
-    if python is None or not _same_path(python, sys.executable):
-        return f"runs {python or 'an unreadable command'}, not this Python ({sys.executable})"
     import json
 
     try:
-        declared = json.loads((Path(resource_dir) / "kernel.json").read_text(encoding="utf-8"))["metadata"].get(
-            "supported_encryption")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        declared = None
+        spec = json.loads((Path(resource_dir) / "kernel.json").read_text(encoding="utf-8"))
+        python = str(spec["argv"][0])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        spec, python = {}, None
+    if python is None or not _same_path(python, sys.executable):
+        return f"runs {python or 'an unreadable command'}, not this Python ({sys.executable})"
+    metadata = spec.get("metadata")
+    declared = metadata.get("supported_encryption") if isinstance(metadata, dict) else None
     if declared == "curve" or (isinstance(declared, list) and "curve" in declared):
         return None
     return "does not declare encrypted channels (metadata.supported_encryption: an older Sampan's spec)"

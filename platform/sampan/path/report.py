@@ -186,8 +186,7 @@ def _when(text: Any) -> str:
     moment = _moment(text)
     if moment is None:
         return str(text)
-    offset = moment.utcoffset()
-    zone = "UTC" if not offset else "UTC" + moment.strftime("%z")[:3] + ":" + moment.strftime("%z")[3:]
+    zone = "UTC" if not moment.utcoffset() else "UTC" + moment.isoformat(timespec="seconds")[19:]  # "+08:00"
     return f"{moment:%Y-%m-%d %H:%M:%S} {zone}"
 
 

@@ -198,6 +198,38 @@ def test_static_int8_pools_on_the_int8_values_bit_for_bit(lenet):
     assert torch.equal(got, theirs)
 
 
+def test_static_int8_calls_skip_dynamo_and_match_its_graph_bit_for_bit(lenet):
+    # a pt2e model is one captured graph already: inductor compiles it per input layout and the calls skip
+    # Dynamo's guards, with the very kernels a torch.compile of it runs
+    from torch.profiler import ProfilerActivity, profile
+
+    from sampan.quantization.compiled import _Int8Backend
+
+    g = torch.Generator().manual_seed(3)
+    q, fast = _static_lenet(lenet, g)
+    x = torch.rand(8, 1, 28, 28, generator=g)
+    through_dynamo = torch.compile(fast.module, dynamic=False, backend=_Int8Backend(max_autotune=False))
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):  # as Int8Compiled's Dynamo flow compiles
+        theirs = through_dynamo(x)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), theirs, rtol=0, atol=0)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            fast(x)
+    seen = {e.name for e in prof.events()}
+    assert "onednn::qconv_pointwise" in seen and not any("Dynamo" in name for name in seen), sorted(seen)
+    assert len(fast._compiled.graphs) == 1
+    # a new layout (a transposed, non-contiguous batch) gets a graph of its own, the same layout reuses one;
+    # keyword arguments are bound
+    wide = torch.rand(28, 1, 28, 8, generator=g).permute(3, 1, 2, 0)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x=wide), fast(wide.contiguous()), rtol=0, atol=0)
+        ref = q(wide)
+    assert len(fast._compiled.graphs) == 2
+    torch.testing.assert_close(fast(wide), ref, rtol=0.05, atol=0.05 * float(ref.abs().max()))
+    assert not any(n.op == "call_function" and n.target == torch.ops.onednn.qconv_pointwise.tensor
+                   for n in fast.module.graph.nodes)  # inductor worked on copies
+
+
 def test_max_autotune_still_runs_int8_kernels():
     torch.manual_seed(0)
     qnet = quantize_dynamic(nn.Sequential(nn.Linear(32, 64)).eval())
@@ -339,3 +371,26 @@ def test_where_inductor_fails_it_compiles_without_max_autotune_then_runs_eagerly
     assert (got - ref).abs().max() < 0.05 * ref.abs().max()
     torch.testing.assert_close(fast(x), got)  # no second try
     assert tries == [False]
+
+
+def test_where_inductor_fails_on_a_static_model_it_falls_back_the_same_way(lenet, monkeypatch):
+    from sampan.quantization import compiled
+
+    tries = []
+
+    def failing(self, graph_module, example_inputs):
+        tries.append(self.options["max_autotune"])
+        raise KeyError("buf6")
+
+    g = torch.Generator().manual_seed(4)
+    q, _ = _static_lenet(lenet, g)
+    monkeypatch.setattr(compiled._Int8Backend, "__call__", failing)
+    fast, x = compile_int8(q), torch.rand(2, 1, 28, 28, generator=g)
+    first = r"the pt2e int8 model \(KeyError: 'buf6'\); compiled again without max-autotune"
+    with pytest.warns(RuntimeWarning, match=first):
+        with pytest.warns(RuntimeWarning, match=r"running the int8 model eagerly"):
+            got = fast(x)
+    assert tries == [True, False] and fast._compiled is None
+    assert fast.kernels.startswith("eager: Int8Compiled.module, uncompiled (inductor failed: KeyError: 'buf6')")
+    with torch.no_grad():
+        torch.testing.assert_close(got, q(x))

@@ -211,8 +211,10 @@ def f4_panel(k: int) -> int:
     """How many output channels the F(4 x 4) kernel's matrix products take at a time for ``k`` of them: 16 (one
     AVX-512 register) on AVX-512 CPUs when ``k`` is a multiple of 16, else 8 (AVX2). On an Intel Xeon with two
     512-bit FMA units the 16-channel panels made resnet18's F(4 x 4) convolutions 1.2-1.4x faster at batch 1 and
-    32; on AMD Zen 4, which splits 512-bit vectors in halves, they ran as fast as the 8-channel ones."""
-    return 16 if k % 16 == 0 and torch.backends.cpu.get_cpu_capability() == "AVX512" else 8
+    32; on AMD Zen 4, which splits 512-bit vectors in halves, they ran as fast as the 8-channel ones. The CPU itself
+    must have AVX-512 too (the kernel checks it), not only torch's capability, which a test may set."""
+    wide = torch.backends.cpu.get_cpu_capability() == "AVX512" and torch.cpu._is_avx512_supported()
+    return 16 if k % 16 == 0 and wide else 8
 
 
 def _grid(h, w, padding: int, m: int = 2) -> tuple:

@@ -74,8 +74,12 @@ def test_the_f4_kernel_gives_the_same_result_from_panels_of_8_and_of_16(shape):
 
 def test_f4_panels_are_16_channels_on_avx512_cpus_when_the_channels_allow(monkeypatch):
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(torch.cpu, "_is_avx512_supported", lambda: True)
     assert (winograd.f4_panel(64), winograd.f4_panel(48), winograd.f4_panel(40)) == (16, 16, 8)
     assert winograd.f4_weights(torch.randn(48, 8, 3, 3), 16).shape == (36, 3, 8, 16)
+    # torch's capability alone (a test's) on a CPU without AVX-512: the kernel would refuse 16-channel panels
+    monkeypatch.setattr(torch.cpu, "_is_avx512_supported", lambda: False)
+    assert winograd.f4_panel(64) == 8
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
     assert winograd.f4_panel(64) == 8
     assert winograd.f4_weights(torch.randn(48, 8, 3, 3), 8).shape == (36, 6, 8, 8)

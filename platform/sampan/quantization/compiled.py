@@ -379,11 +379,16 @@ class _PerLayout:
     guards (every frozen weight, scale and zero point) and ran its wrappers on each call: about 0.25 ms of
     LeNet's 1.3 ms int8 call at batch 32 (AMD EPYC Zen 3, AVX2, one thread; 0.70x fp32 through Dynamo, 0.55x
     without). Inductor's code asserts the sizes and strides it was compiled for, so a graph is kept per layout
-    (sizes, strides, dtype, device) of the inputs, as Dynamo's guards would recompile."""
+    (sizes, strides, dtype, device) of the inputs, as Dynamo's guards would recompile. As Dynamo does after its
+    ``recompile_limit``, a call in a layout beyond the first ``MAX_LAYOUTS`` runs the int8 model uncompiled (a
+    warning says so once): each compile costs seconds and holds its own copy of the weights."""
+
+    MAX_LAYOUTS = 8  # torch._dynamo.config.recompile_limit's default
 
     def __init__(self, module: torch.fx.GraphModule, backend: "_Int8Backend"):
         self.module, self.backend = module, backend
         self.graphs: dict[tuple, Callable] = {}
+        self._warned = False
 
     @staticmethod
     def layout(args: tuple) -> tuple:
@@ -399,6 +404,13 @@ class _PerLayout:
 
     def __call__(self, *args: Any) -> Any:
         key = self.layout(args)
+        if key not in self.graphs and len(self.graphs) >= self.MAX_LAYOUTS:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"compile_int8: {self.MAX_LAYOUTS} input layouts (sizes, strides) compiled already; "
+                              "calls in other layouts run the int8 model uncompiled (reference kernels, slower). "
+                              "HINT: pad or split inputs to a few fixed batch sizes.", RuntimeWarning, stacklevel=6)
+            return self.module(*args)
         if key not in self.graphs:
             try:  # a copy: inductor's passes before autograd may rewrite the graph they get in place
                 self.graphs[key] = self.backend(copy.deepcopy(self.module), list(args))

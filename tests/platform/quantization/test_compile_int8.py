@@ -394,3 +394,24 @@ def test_where_inductor_fails_on_a_static_model_it_falls_back_the_same_way(lenet
     assert fast.kernels.startswith("eager: Int8Compiled.module, uncompiled (inductor failed: KeyError: 'buf6')")
     with torch.no_grad():
         torch.testing.assert_close(got, q(x))
+
+
+def test_a_static_model_beyond_its_compiled_layouts_runs_uncompiled_and_says_so_once(lenet, monkeypatch):
+    from sampan.quantization import compiled
+
+    monkeypatch.setattr(compiled._PerLayout, "MAX_LAYOUTS", 1)  # as Dynamo's recompile_limit (8), sooner
+    g = torch.Generator().manual_seed(5)
+    q, fast = _static_lenet(lenet, g)
+    x2, x3 = torch.rand(2, 1, 28, 28, generator=g), torch.rand(3, 1, 28, 28, generator=g)
+    fast(x2)
+    with pytest.warns(RuntimeWarning, match=r"1 input layouts \(sizes, strides\) compiled already.*HINT: pad") as seen:
+        got = fast(x3)
+    assert seen[0].filename == __file__  # the caller's line
+    assert list(fast._compiled.graphs) == [compiled._PerLayout.layout((x2,))]
+    with torch.no_grad():
+        torch.testing.assert_close(got, q(x3), rtol=0, atol=0)  # the int8 model itself
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast(x3)  # once

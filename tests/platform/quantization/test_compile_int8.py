@@ -1,5 +1,7 @@
 """compile_int8: quantized models run int8 kernels in torch (seen in inductor's generated code) and
 agree with their reference int8 models."""
+import warnings
+
 import pytest
 import torch
 from torch import nn
@@ -410,8 +412,6 @@ def test_a_static_model_beyond_its_compiled_layouts_runs_uncompiled_and_says_so_
     assert list(fast._compiled.graphs) == [compiled._PerLayout.layout((x2,))]
     with torch.no_grad():
         torch.testing.assert_close(got, q(x3), rtol=0, atol=0)  # the int8 model itself
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fast(x3)  # once

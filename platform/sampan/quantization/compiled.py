@@ -244,7 +244,9 @@ def _fbgemm_dynamic(model: nn.Module) -> tuple[nn.Module, str]:
 class Int8Compiled(nn.Module):
     """A quantized model compiled onto int8 kernels; built by :func:`compile_int8`, for inference only.
 
-    Every new input shape compiles once (shapes are static: int8 kernels are chosen per shape).
+    Every new input shape compiles once (shapes are static: int8 kernels are chosen per shape). As with
+    ``torch.compile``, calls in shapes beyond the first 8 run uncompiled (a warning says so once): use a few
+    fixed batch sizes.
 
     Attributes:
         module: the int8 model that was compiled (runs the reference kernels if called directly).

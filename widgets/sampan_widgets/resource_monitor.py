@@ -169,8 +169,5 @@ class ResourceMonitor(MonitorCallback, Drawn):
         the next fit's end, ``stop()`` or closing the widget stops it (a headless ``MonitorCallback`` stops here)."""
 
     def _show_leak(self, message: str) -> None:
-        from sampan.utils.i18n import language
-
-        messages = getattr(self.detector, "messages", None) or {}
-        self.leak_warning = messages.get(language(), message)  # the detector words it in each language
+        self.leak_warning = message  # LeakDetector.message: already in the learner's language
         self._on_sample(self.sampler.latest or self.sampler.sample_now())

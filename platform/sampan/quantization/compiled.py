@@ -406,19 +406,21 @@ class _PerLayout:
 
     def __call__(self, *args: Any) -> Any:
         key = self.layout(args)
-        if key not in self.graphs and len(self.graphs) >= self.MAX_LAYOUTS:
+        graph = self.graphs.get(key)
+        if graph is not None:
+            return graph(*args)
+        if len(self.graphs) >= self.MAX_LAYOUTS:
             if not self._warned:
                 self._warned = True
                 warnings.warn(f"compile_int8: {self.MAX_LAYOUTS} input layouts (sizes, strides) compiled already; "
                               "calls in other layouts run the int8 model uncompiled (reference kernels, slower). "
                               "HINT: pad or split inputs to a few fixed batch sizes.", RuntimeWarning, stacklevel=6)
             return self.module(*args)
-        if key not in self.graphs:
-            try:  # a copy: inductor's passes before autograd may rewrite the graph they get in place
-                self.graphs[key] = self.backend(copy.deepcopy(self.module), list(args))
-            except Exception as exc:  # noqa: BLE001 - any inductor failure: fall back (Int8Compiled._fall_back)
-                raise _CompileFailed(exc) from exc
-        return self.graphs[key](*args)
+        try:  # a copy: inductor's passes before autograd may rewrite the graph they get in place
+            graph = self.graphs[key] = self.backend(copy.deepcopy(self.module), list(args))
+        except Exception as exc:  # noqa: BLE001 - any inductor failure: fall back (Int8Compiled._fall_back)
+            raise _CompileFailed(exc) from exc
+        return graph(*args)
 
 
 class _Int8Backend:

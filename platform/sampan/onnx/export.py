@@ -93,11 +93,45 @@ def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[Input
     return file
 
 
+_TORCHLIB: dict[int, object] = {}  # opset version -> the registry torchlib filled, built once per process
+
+
+@contextlib.contextmanager
+def _torchlib_registry_once():
+    """While it is open, ``torch.onnx.export`` gets a copy of one registry of torchlib's ONNX functions instead of
+    building it again: it builds it on every call (``ONNXRegistry.from_torchlib`` reads and parses the source of
+    some 540 onnxscript functions), 0.7-1.4 CPU-seconds, half of what exporting LeNet costs. Each export gets its
+    own copy of the lists, so what one adds (a custom translation) never reaches another. Where torch's
+    internals differ from torch 2.14's, the export builds its registry itself, as before."""
+    try:
+        from torch.onnx._internal.exporter import _registration
+        registry_class = _registration.ONNXRegistry
+        build = registry_class.__dict__["from_torchlib"]
+        assert isinstance(build, classmethod) and isinstance(getattr(registry_class(), "functions", None), dict)
+    except (ImportError, AttributeError, KeyError, AssertionError):
+        yield
+        return
+
+    def from_torchlib(cls, opset_version=_registration._constants.TORCHLIB_OPSET):
+        if opset_version not in _TORCHLIB:
+            _TORCHLIB[opset_version] = build.__func__(cls, opset_version)
+        built, registry = _TORCHLIB[opset_version], cls()
+        registry.__dict__.update(built.__dict__)
+        registry.functions = {target: list(metas) for target, metas in built.functions.items()}
+        return registry
+
+    registry_class.from_torchlib = classmethod(from_torchlib)
+    try:
+        yield
+    finally:
+        registry_class.from_torchlib = build
+
+
 def _export_file(layer, examples, specs, names, file: Path, opset_version, quiet: bool) -> None:
     sink = io.StringIO()
     redirect = contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext()
     try:
-        with redirect, atomic_path(file) as tmp:
+        with redirect, atomic_path(file) as tmp, _torchlib_registry_once():
             onnx_file = tmp.with_suffix(".onnx")
             try:
                 program = isinstance(layer, torch.export.ExportedProgram)

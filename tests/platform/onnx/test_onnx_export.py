@@ -96,3 +96,48 @@ def test_export_a_to_static_layer_with_its_spec_and_a_lone_example(tmp_path):
         (got,) = session.run(None, {"x": x.numpy()})
         np.testing.assert_allclose(got, net(x).detach().numpy(), rtol=1e-5, atol=1e-5)
         assert json.loads(path.with_name(f"{name}.meta.json").read_text())["example_shapes"] == [[2, 4]]
+
+
+def test_torchlibs_registry_is_built_once_and_each_export_gets_its_own_copy(tmp_path, monkeypatch):
+    """torch.onnx.export builds its registry of torchlib's ONNX functions on every call (half the CPU of a LeNet
+    export); sampan.onnx.export builds it once per process and hands each export a copy."""
+    import importlib
+
+    from torch.onnx._internal.exporter import _core, _registration
+
+    onnx_export = importlib.import_module("sampan.onnx.export")  # the module: sampan.onnx.export is its function
+
+    registry_class = _registration.ONNXRegistry
+    build = registry_class.__dict__["from_torchlib"]
+    built, handed = [], []
+
+    def counting(cls, *args, **kwargs):
+        registry = build.__func__(cls, *args, **kwargs)
+        built.append(registry)
+        return registry
+
+    monkeypatch.setattr(registry_class, "from_torchlib", classmethod(counting))
+    monkeypatch.setattr(onnx_export, "_TORCHLIB", {})
+    real_export = _core.export
+
+    def spying_export(*args, registry=None, **kwargs):  # the registry torch's exporter is given
+        handed.append(registry)
+        return real_export(*args, registry=registry, **kwargs)
+
+    monkeypatch.setattr(_core, "export", spying_export)
+    net = lenet()
+    x = torch.randn(3, 1, 28, 28)
+    for name in ("a", "b", "c"):
+        path = sampan.onnx.export(net, tmp_path / name, input_spec=[IMAGE])
+        (got,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"image": x.numpy()})
+        np.testing.assert_allclose(got, net(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert len(built) == 1 and len(handed) == 3  # three exports, one registry built
+    first, second = handed[0], handed[1]
+    assert first is not second and first.functions is not second.functions
+    assert first.functions.keys() == built[0].functions.keys() and first.opset_version == built[0].opset_version
+    target = next(iter(first.functions))
+    first.functions[target].clear()  # what one export does to its registry never reaches the next one
+    assert second.functions[target] and onnx_export._TORCHLIB[first.opset_version].functions[target]
+    # outside sampan's export, torch's own from_torchlib is back: a plain torch.onnx.export builds its own
+    assert registry_class.__dict__["from_torchlib"].__func__ is counting
+    assert registry_class.from_torchlib() is built[-1] and len(built) == 2

@@ -93,29 +93,35 @@ def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[Input
     return file
 
 
-_TORCHLIB: dict[int, object] = {}  # opset version -> the registry torchlib filled, built once per process
+_TORCHLIB: dict[tuple, object] = {}  # (opset version, the ops torch has) -> the registry torchlib filled
 
 
 @contextlib.contextmanager
 def _torchlib_registry_once():
-    """While it is open, ``torch.onnx.export`` gets a copy of one registry of torchlib's ONNX functions instead of
-    building it again: it builds it on every call (``ONNXRegistry.from_torchlib`` reads and parses the source of
-    some 540 onnxscript functions), 0.7-1.4 CPU-seconds, half of what exporting LeNet costs. Each export gets its
-    own copy of the lists, so what one adds (a custom translation) never reaches another. Where torch's
-    internals differ from torch 2.14's, the export builds its registry itself, as before."""
+    """While it is open, ``torch.onnx.export`` gets a copy of a registry of torchlib's ONNX functions built once
+    instead of building it again: it builds it on every call (``ONNXRegistry.from_torchlib`` reads and parses the
+    source of some 540 onnxscript functions), 0.5-1.4 CPU-seconds, half of what exporting LeNet costs.
+
+    The registry holds a function only for the ops torch has when it is built (the quantized ones appear when
+    ``torch.ao.quantization`` is imported), so one is built for each set of registered ops. Each export gets its
+    own copy of the lists, so what one adds (a custom translation) never reaches another. Where torch's internals
+    differ from torch 2.14's, the export builds its registry itself, as before."""
     try:
         from torch.onnx._internal.exporter import _registration
         registry_class = _registration.ONNXRegistry
         build = registry_class.__dict__["from_torchlib"]
         assert isinstance(build, classmethod) and isinstance(getattr(registry_class(), "functions", None), dict)
+        ops = hash(tuple(sorted(torch._C._dispatch_get_all_op_names())))
     except (ImportError, AttributeError, KeyError, AssertionError):
         yield
         return
 
     def from_torchlib(cls, opset_version=_registration._constants.TORCHLIB_OPSET):
-        if opset_version not in _TORCHLIB:
-            _TORCHLIB[opset_version] = build.__func__(cls, opset_version)
-        built, registry = _TORCHLIB[opset_version], cls()
+        key = (opset_version, ops)
+        if key not in _TORCHLIB:
+            _TORCHLIB.clear()  # only the newest is asked for again: ops are added, seldom taken away
+            _TORCHLIB[key] = build.__func__(cls, opset_version)
+        built, registry = _TORCHLIB[key], cls()
         registry.__dict__.update(built.__dict__)
         registry.functions = {target: list(metas) for target, metas in built.functions.items()}
         return registry

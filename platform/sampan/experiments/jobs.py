@@ -314,9 +314,10 @@ def _execute(folder: str) -> None:
     job.pid, job.status = os.getpid(), "running"  # its own final write below keeps them, whenever it read the state
     status, error = "finished", None
     try:
+        # one notebook a job: a fork server would cost more than it saves (execute_notebook's `fork`)
         execute_notebook(job.notebook, str(job.output), parameters=job.parameters, log_output=True,
                          kernel_name=job.kernel, progress_bar=False, request_save_on_cell_execute=True,
-                         start_timeout=120)
+                         start_timeout=120, fork=False)
     except PapermillExecutionError as exc:
         status, error = "failed", {"ename": exc.ename, "evalue": exc.evalue, "cell_index": exc.cell_index}
     except Exception as exc:

@@ -202,7 +202,7 @@ def _run_notebook(cfg: dict, params: dict, trial: Any, run_id: str) -> float:
     os.environ.update(env)  # the kernel inherits them; a worker process runs one trial at a time
     try:
         execute_notebook(cfg["target"], str(out), parameters=params, progress_bar=False, cwd=cfg.get("cwd"),
-                         kernel_name=cfg.get("kernel"), start_timeout=120)
+                         kernel_name=cfg.get("kernel"), start_timeout=120, fork=cfg.get("fork"))
     except PapermillExecutionError as exc:
         if exc.ename == "TrialPruned":
             import optuna
@@ -475,7 +475,8 @@ def _work(cfg: dict, trials: int) -> None:
     sampler = optuna.samplers.TPESampler(seed=cfg.get("seed"))
     study = optuna.load_study(study_name=cfg["study"], storage=_storage(cfg["storage"]), pruner=_pruner(cfg["pruner"]),
                               sampler=sampler)
-    study.optimize(_objective(cfg), n_trials=trials, catch=(TrialFailed,))
+    # a worker with one trial runs one notebook: a fork server would cost more than it saves (execute_notebook)
+    study.optimize(_objective({**cfg, "fork": trials > 1}), n_trials=trials, catch=(TrialFailed,))
 
 
 _WORKER = ("import json, sys; from sampan.experiments.sweeps import _work; "

@@ -302,8 +302,9 @@ def _run_lesson(lesson: Lesson, result: LessonResult, path: LearningPath, report
     limit = float(timeout) if timeout is not None else lesson.timeout[report.mode]
     start = time.monotonic()
     try:
+        # one lesson in the run: its kernel starts as a new interpreter, not through a fork server started for it
         result.error = _execute(lesson, out, _declared({**lesson.parameters, **params}, lesson), limit,
-                                kernel_name)
+                                kernel_name, fork=None if len(report.lessons) > 1 else False)
     finally:
         result.duration_s = round(time.monotonic() - start, 3)
     if out.is_file():
@@ -324,7 +325,7 @@ def _declared(params: dict[str, Any], lesson: Lesson) -> dict[str, Any]:
 
 
 def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
-             kernel_name: str | None) -> dict[str, Any] | None:
+             kernel_name: str | None, fork: bool | None = None) -> dict[str, Any] | None:
     """Runs one notebook; returns ``None`` or the error (papermill's error cell) as a dict."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
@@ -343,7 +344,7 @@ def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
         with kernels_stopped_on_interrupt():
             execute_notebook(str(lesson.notebook), str(out), parameters=params, kernel_name=kernel_name,
                              progress_bar=False, cwd=str(out.parent), timeout_func=remaining,
-                             start_timeout=120)
+                             start_timeout=120, fork=fork)
     except PapermillExecutionError as exc:
         return _error_from(exc, out, lesson)
     except CellTimeoutError:

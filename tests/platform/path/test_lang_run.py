@@ -82,7 +82,7 @@ def test_the_notes_of_a_chinese_run_are_chinese(planted, tmp_path, monkeypatch):
         {"id": "c", "notebook": "01-beginner/c.ipynb"}]}])
     error = {"cell_index": 2, "execution_count": 3, "source": "boom()", "ename": "ValueError", "evalue": "boom",
              "traceback": ""}
-    monkeypatch.setattr(runner, "_execute", lambda *args: dict(error))
+    monkeypatch.setattr(runner, "_execute", lambda *args, **kwargs: dict(error))
     notes = {}
     for lang in ("zh", "en"):
         report = sampan.path.run(manifest=manifest, output_dir=tmp_path / lang, progress=False, lang=lang)

@@ -42,12 +42,12 @@ def probe_notebook(path: Path, kernel: str = "sampan") -> Path:
     return path
 
 
-def run_probe(tmp_path: Path, name: str, kernel: str = "sampan") -> tuple[dict, list]:
+def run_probe(tmp_path: Path, name: str, kernel: str = "sampan", **kwargs) -> tuple[dict, list]:
     source = probe_notebook(tmp_path / "probe.ipynb", kernel)
     out = tmp_path / f"{name}.ipynb"
     workdir = tmp_path / name
     workdir.mkdir()
-    execute_notebook(str(source), str(out), kernel_name=kernel, cwd=str(workdir), progress_bar=False)
+    execute_notebook(str(source), str(out), kernel_name=kernel, cwd=str(workdir), progress_bar=False, **kwargs)
     outputs = nbformat.read(out, as_version=4).cells[1].outputs
     text = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
     return json.loads(text.strip().splitlines()[-1]), outputs
@@ -108,6 +108,18 @@ def test_a_forked_kernel_runs_a_notebook_as_a_new_interpreter_does(tmp_path, mon
     assert first["numpy"] != second["numpy"] and first["torch"] != second["torch"]
     for outs in (outputs, fresh_outputs):
         assert any("image/png" in o.get("data", {}) for o in outs)
+
+
+def test_fork_false_starts_a_new_interpreter_though_the_switch_is_on(tmp_path, monkeypatch):
+    """A process that runs one notebook (a job, a one-trial sweep worker, a one-lesson path run) passes fork=False:
+    no fork server is started for that one kernel."""
+    monkeypatch.setenv(forkkernels.FORK_KERNELS_ENV, "1")
+    monkeypatch.setenv("PYTHONHASHSEED", "4242")  # a seed no other test's server has: none runs for it yet
+    run, _ = run_probe(tmp_path, "not-forked", fork=False)
+    assert not run["preloaded"] and run["ppid"] == os.getpid()
+    assert "4242" not in forkkernels._CLIENTS  # and no server was started for it
+    with pytest.raises(ValueError, match=r"Expected `fork` to be True, False or None.*Received: fork='no'"):
+        execute_notebook("any.ipynb", str(tmp_path / "out.ipynb"), fork="no")
 
 
 def test_an_interrupt_reaches_a_forked_kernel_and_shutdown_ends_it(monkeypatch):

@@ -103,7 +103,8 @@ def _torchlib_registry_once():
     source of some 540 onnxscript functions), 0.5-1.4 CPU-seconds, half of what exporting LeNet costs.
 
     The registry holds a function only for the ops torch has when it is built (the quantized ones appear when
-    ``torch.ao.quantization`` is imported), so one is built for each set of registered ops. Each export gets its
+    ``torch.ao.quantization`` is imported), so one is built for each set of registered ops (the first export of a
+    process registers ~60 as it imports the exporter's modules: the second builds it again). Each export gets its
     own copy of the lists, so what one adds (a custom translation) never reaches another. Where torch's internals
     differ from torch 2.14's, the export builds its registry itself, as before."""
     try:
@@ -111,12 +112,13 @@ def _torchlib_registry_once():
         registry_class = _registration.ONNXRegistry
         build = registry_class.__dict__["from_torchlib"]
         assert isinstance(build, classmethod) and isinstance(getattr(registry_class(), "functions", None), dict)
+        default_opset = _registration._constants.TORCHLIB_OPSET
         ops = hash(tuple(sorted(torch._C._dispatch_get_all_op_names())))
     except (ImportError, AttributeError, KeyError, AssertionError):
         yield
         return
 
-    def from_torchlib(cls, opset_version=_registration._constants.TORCHLIB_OPSET):
+    def from_torchlib(cls, opset_version=default_opset):
         key = (opset_version, ops)
         if key not in _TORCHLIB:
             _TORCHLIB.clear()  # only the newest is asked for again: ops are added, seldom taken away

@@ -304,7 +304,7 @@ def _run_lesson(lesson: Lesson, result: LessonResult, path: LearningPath, report
     try:
         # one lesson in the run: its kernel starts as a new interpreter, not through a fork server started for it
         result.error = _execute(lesson, out, _declared({**lesson.parameters, **params}, lesson), limit,
-                                kernel_name, fork=None if len(report.lessons) > 1 else False)
+                                kernel_name, fork=len(report.lessons) > 1)
     finally:
         result.duration_s = round(time.monotonic() - start, 3)
     if out.is_file():

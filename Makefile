@@ -16,7 +16,12 @@ COMPILE_THREADS ?= 1
 # and ipykernel once, instead of each kernel importing them again (2-3 CPU-seconds each; sampan.utils.forkkernels).
 # FORK_KERNELS=0 starts every kernel as a new interpreter.
 FORK_KERNELS ?= 1
-THREAD_ENV = OMP_NUM_THREADS=$(THREADS) TORCHINDUCTOR_COMPILE_THREADS=$(COMPILE_THREADS) SAMPAN_FORK_KERNELS=$(FORK_KERNELS)
+# Python writes compiled bytecode (__pycache__, ignored by git) even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE=1, as on CI machines): otherwise each of the suite's several hundred processes compiles
+# the sources of sampan and of the tests it imports again, and each pytest worker rewrites the asserts of every test
+# module again (5 CPU-seconds a worker; BENCHMARKS.md, "make test", thirty-fourth session).
+THREAD_ENV = OMP_NUM_THREADS=$(THREADS) TORCHINDUCTOR_COMPILE_THREADS=$(COMPILE_THREADS) SAMPAN_FORK_KERNELS=$(FORK_KERNELS) \
+	PYTHONDONTWRITEBYTECODE=
 
 .PHONY: setup lab test bench clean hub-proxy site
 

@@ -86,7 +86,9 @@ def attribute(timeline: list[dict], samples: list[dict]) -> dict[str, float]:
     for s in samples:
         worker = next((worker_of[p] for p in s["chain"] if p in worker_of), None)
         if worker is None:
-            charged[f"other: {commands.get(s['pid'], '?')[:100]}"] += s["cpu"]
+            machine = len(s["chain"]) > 1 and s["chain"][1] == 2  # a kernel thread (its parent is kthreadd)
+            charged["other: kernel threads of the machine" if machine else
+                    f"other: {commands.get(s['pid'], '?')[:100]}"] += s["cpu"]
             continue
         i = bisect.bisect_right(starts[worker], s["t"]) - 1
         inside = i >= 0 and spans[worker][i][0] <= s["t"] <= spans[worker][i][1] + INTERVAL * 2
@@ -94,16 +96,62 @@ def attribute(timeline: list[dict], samples: list[dict]) -> dict[str, float]:
     return dict(charged)
 
 
+def kind(cmd: str | None, chain: list[int], commands: dict[int, str]) -> str:
+    """What sort of process a sample is from: a forked lesson kernel and its fork server, a compiler, a browser, a
+    kernel thread of the machine (its parent is ``kthreadd``, pid 2: not the suite's, but it takes the same cores)."""
+    cmd = cmd or ""
+    if len(chain) > 1 and chain[1] == 2:
+        return "kernel threads of the machine"
+    if "forkkernels import serve" in cmd:
+        parent = commands.get(chain[1], "") if len(chain) > 1 else ""
+        return "forked kernels" if "forkkernels import serve" in parent else "fork servers"
+    if "cc1plus" in cmd or cmd.split(" ")[0].endswith(("/as", "/ld", "collect2", "g++", "c++")):
+        return "C++ compiler"
+    if "chrom" in cmd or cmd.startswith("/proc/self/exe --type="):
+        return "Chromium"
+    if "ipykernel" in cmd:
+        return "kernels started as new interpreters"
+    if "xdist" in cmd or "exec(eval(sys.stdin" in cmd:
+        return "pytest workers"
+    words = cmd.split()
+    if len(words) > 1 and "python" in os.path.basename(words[0]):
+        flag = next((w for w in words[1:] if not w.startswith("-") or w in ("-c", "-m")), "")
+        return "new interpreters: " + (" ".join(words[words.index(flag):words.index(flag) + 2])[:60]
+                                       if flag in ("-c", "-m") else os.path.basename(flag)[:60])
+    return (os.path.basename(words[0]) if words else "?")[:60]
+
+
+def by_kind(samples: list[dict]) -> dict[str, tuple[float, int]]:
+    """CPU seconds and number of processes for each :func:`kind`."""
+    commands = {s["pid"]: s["cmd"] for s in samples if s.get("cmd")}
+    cpu: collections.Counter = collections.Counter()
+    pids: dict[str, set] = collections.defaultdict(set)
+    for s in samples:
+        k = kind(commands.get(s["pid"]), s["chain"], commands)
+        cpu[k] += s["cpu"]
+        pids[k].add(s["pid"])
+    return {k: (cpu[k], len(pids[k])) for k in cpu}
+
+
 def report(timeline_path: str, samples_path: str, top: int = 40) -> None:
     def rows(path: str) -> list[dict]:
         with open(path, encoding="utf-8") as fh:
             return [json.loads(line) for line in fh if line.strip()]
 
-    charged = attribute(rows(timeline_path), rows(samples_path))
+    timeline, samples = rows(timeline_path), rows(samples_path)
+    commands = {s["pid"]: s["cmd"] for s in samples if s.get("cmd")}
+    start, end = min(r["start"] for r in timeline), max(r["end"] for r in timeline)
+    samples = [s for s in samples if start <= s["t"] <= end + 2 * INTERVAL]  # the tests' own time, not set-up
+    for s in samples:  # a process's command line comes with its first sample, which may be before the tests
+        s["cmd"], commands[s["pid"]] = commands.get(s["pid"]), None
+    charged = attribute(timeline, samples)
     by_file: collections.Counter = collections.Counter()
     for test, cpu in charged.items():
         by_file[test.split("::")[0]] += cpu
-    print(f"CPU seconds sampled: {sum(charged.values()):,.0f}")
+    print(f"CPU seconds sampled while tests ran: {sum(charged.values()):,.0f} in {end - start:,.0f} s")
+    print("\nby kind of process (CPU seconds, processes):")
+    for name, (cpu, count) in sorted(by_kind(samples).items(), key=lambda kv: -kv[1][0])[:25]:
+        print(f"{cpu:8.1f} {count:5d}  {name}")
     for title, table in (("by file", by_file), ("by test", collections.Counter(charged))):
         print(f"\n{title}:")
         for name, cpu in table.most_common(top):

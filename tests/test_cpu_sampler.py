@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from cpu_sampler import attribute
+from cpu_sampler import attribute, by_kind
 
 SAMPLER = Path(__file__).with_name("cpu_sampler.py")
 
@@ -22,9 +22,23 @@ def test_cpu_is_charged_to_the_test_its_workers_descendant_ran_in():
                {"t": 15.0, "pid": 102, "cpu": 2.0, "chain": [102, 101, 100, 1], "cmd": None},  # its grandchild
                {"t": 25.0, "pid": 100, "cpu": 0.5, "chain": [100, 1], "cmd": None},  # gw0 after its last test
                {"t": 25.0, "pid": 200, "cpu": 0.25, "chain": [200, 1], "cmd": None},
-               {"t": 25.0, "pid": 300, "cpu": 4.0, "chain": [300, 1], "cmd": "a daemon"}]
+               {"t": 25.0, "pid": 300, "cpu": 4.0, "chain": [300, 1], "cmd": "a daemon"},
+               {"t": 25.0, "pid": 105, "cpu": 1.0, "chain": [105, 2], "cmd": None}]  # a kernel thread
     assert attribute(timeline, samples) == {"a.py::t1": 1.5, "a.py::t2": 2.0, "gw0:between-tests": 0.5,
-                                            "b.py::t3": 0.25, "other: a daemon": 4.0}
+                                            "b.py::t3": 0.25, "other: a daemon": 4.0,
+                                            "other: kernel threads of the machine": 1.0}
+
+
+def test_processes_are_told_apart_by_kind():
+    serve = "/venv/bin/python -c from sampan.utils.forkkernels import serve; serve(19)"
+    samples = [{"t": 1.0, "pid": 10, "cpu": 3.0, "chain": [10, 9, 1], "cmd": serve},  # the server
+               {"t": 1.5, "pid": 11, "cpu": 5.0, "chain": [11, 10, 9, 1], "cmd": serve},  # a kernel forked from it
+               {"t": 2.0, "pid": 11, "cpu": 2.0, "chain": [11, 10, 9, 1], "cmd": None},
+               {"t": 2.0, "pid": 12, "cpu": 1.0, "chain": [12, 9, 1], "cmd": "/usr/lib/gcc/12/cc1plus -quiet"},
+               {"t": 2.0, "pid": 13, "cpu": 0.5, "chain": [13, 9, 1], "cmd": "/venv/bin/python -m sampan path run"},
+               {"t": 2.0, "pid": 14, "cpu": 0.25, "chain": [14, 2], "cmd": None}]
+    assert by_kind(samples) == {"fork servers": (3.0, 1), "forked kernels": (7.0, 1), "C++ compiler": (1.0, 1),
+                                "new interpreters: -m sampan": (0.5, 1), "kernel threads of the machine": (0.25, 1)}
 
 
 def test_the_recorder_sees_a_busy_child_of_this_process(tmp_path):

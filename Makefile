@@ -17,9 +17,9 @@ COMPILE_THREADS ?= 1
 # FORK_KERNELS=0 starts every kernel as a new interpreter.
 FORK_KERNELS ?= 1
 # Python writes compiled bytecode (__pycache__, ignored by git) even where the environment says not to
-# (PYTHONDONTWRITEBYTECODE=1, as on CI machines): otherwise each of the suite's several hundred processes compiles
-# the sources of sampan and of the tests it imports again, and each pytest worker rewrites the asserts of every test
-# module again (5 CPU-seconds a worker; BENCHMARKS.md, "make test", thirty-fourth session).
+# (PYTHONDONTWRITEBYTECODE=1, as on CI machines), so that a process reads what an earlier one compiled: ~0.07
+# CPU-seconds for each of the suite's few hundred processes that import sampan, ~5 for each pytest worker collecting
+# the tests of an earlier run (in a fresh clone the three workers compile them side by side: no gain there).
 THREAD_ENV = OMP_NUM_THREADS=$(THREADS) TORCHINDUCTOR_COMPILE_THREADS=$(COMPILE_THREADS) SAMPAN_FORK_KERNELS=$(FORK_KERNELS) \
 	PYTHONDONTWRITEBYTECODE=
 

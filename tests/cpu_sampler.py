@@ -86,8 +86,7 @@ def attribute(timeline: list[dict], samples: list[dict]) -> dict[str, float]:
     for s in samples:
         worker = next((worker_of[p] for p in s["chain"] if p in worker_of), None)
         if worker is None:
-            machine = len(s["chain"]) > 1 and s["chain"][1] == 2  # a kernel thread (its parent is kthreadd)
-            charged["other: kernel threads of the machine" if machine else
+            charged["other: kernel threads of the machine" if _kernel_thread(s["chain"]) else
                     f"other: {commands.get(s['pid'], '?')[:100]}"] += s["cpu"]
             continue
         i = bisect.bisect_right(starts[worker], s["t"]) - 1
@@ -96,11 +95,16 @@ def attribute(timeline: list[dict], samples: list[dict]) -> dict[str, float]:
     return dict(charged)
 
 
+def _kernel_thread(chain: list[int]) -> bool:
+    """Whether a process is a thread of the machine's kernel: its parent is ``kthreadd``, pid 2."""
+    return len(chain) > 1 and chain[1] == 2
+
+
 def kind(cmd: str | None, chain: list[int], commands: dict[int, str]) -> str:
     """What sort of process a sample is from: a forked lesson kernel and its fork server, a compiler, a browser, a
-    kernel thread of the machine (its parent is ``kthreadd``, pid 2: not the suite's, but it takes the same cores)."""
+    kernel thread of the machine (not the suite's, but it takes the same cores)."""
     cmd = cmd or ""
-    if len(chain) > 1 and chain[1] == 2:
+    if _kernel_thread(chain):
         return "kernel threads of the machine"
     if "forkkernels import serve" in cmd:
         parent = commands.get(chain[1], "") if len(chain) > 1 else ""

@@ -6,7 +6,8 @@
 // DIM0 DIM1 ... its shape. For every row of the first output it prints
 //   row <i> class <argmax> logits <v0> <v1> ...
 // with 9 significant digits, so a script can compare them with Python's.
-// Only the headers it uses (ATen/core/Tensor.h, not all of ATen/ATen.h): the build takes ~6 CPU-seconds instead of ~15.
+// Only the headers it uses (ATen/core/Tensor.h, not all of ATen/ATen.h): the build takes ~6 CPU-seconds
+// instead of ~15.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/from_blob.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>

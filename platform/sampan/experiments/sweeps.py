@@ -202,7 +202,7 @@ def _run_notebook(cfg: dict, params: dict, trial: Any, run_id: str) -> float:
     os.environ.update(env)  # the kernel inherits them; a worker process runs one trial at a time
     try:
         execute_notebook(cfg["target"], str(out), parameters=params, progress_bar=False, cwd=cfg.get("cwd"),
-                         kernel_name=cfg.get("kernel"), start_timeout=120, fork=cfg.get("fork"))
+                         kernel_name=cfg.get("kernel"), start_timeout=120, fork=cfg.get("fork", True))
     except PapermillExecutionError as exc:
         if exc.ename == "TrialPruned":
             import optuna

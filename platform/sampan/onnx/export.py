@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import threading
 from pathlib import Path
 from typing import Sequence
 
@@ -126,6 +127,7 @@ def _activations_out_of_place(layer: nn.Module, *, enabled: bool = True):
 
 
 _TORCHLIB: dict[tuple, object] = {}  # (opset version, the ops torch has) -> the registry torchlib filled
+_TORCHLIB_LOCK = threading.Lock()  # one export at a time swaps torch's from_torchlib (threads exporting at once)
 
 
 @contextlib.contextmanager
@@ -138,33 +140,35 @@ def _torchlib_registry_once():
     ``torch.ao.quantization`` is imported), so one is built for each set of registered ops (the first export of a
     process registers ~60 as it imports the exporter's modules: the second builds it again). Each export gets its
     own copy of the lists, so what one adds (a custom translation) never reaches another. Where torch's internals
-    differ from torch 2.14's, the export builds its registry itself, as before."""
-    try:
-        from torch.onnx._internal.exporter import _registration
-        registry_class = _registration.ONNXRegistry
-        build = registry_class.__dict__["from_torchlib"]
-        assert isinstance(build, classmethod) and isinstance(getattr(registry_class(), "functions", None), dict)
-        default_opset = _registration._constants.TORCHLIB_OPSET
-        ops = hash(tuple(sorted(torch._C._dispatch_get_all_op_names())))
-    except (ImportError, AttributeError, KeyError, AssertionError):
-        yield
-        return
+    differ from torch 2.14's, the export builds its registry itself, as before. Exports in other threads wait: each
+    would otherwise save the other's replacement as torch's own and put it back."""
+    with _TORCHLIB_LOCK:
+        try:
+            from torch.onnx._internal.exporter import _registration
+            registry_class = _registration.ONNXRegistry
+            build = registry_class.__dict__["from_torchlib"]
+            assert isinstance(build, classmethod) and isinstance(getattr(registry_class(), "functions", None), dict)
+            default_opset = _registration._constants.TORCHLIB_OPSET
+            ops = hash(tuple(sorted(torch._C._dispatch_get_all_op_names())))
+        except (ImportError, AttributeError, KeyError, AssertionError):
+            yield
+            return
 
-    def from_torchlib(cls, opset_version=default_opset):
-        key = (opset_version, ops)
-        if key not in _TORCHLIB:
-            _TORCHLIB.clear()  # only the newest is asked for again: ops are added, seldom taken away
-            _TORCHLIB[key] = build.__func__(cls, opset_version)
-        built, registry = _TORCHLIB[key], cls()
-        registry.__dict__.update(built.__dict__)
-        registry.functions = {target: list(metas) for target, metas in built.functions.items()}
-        return registry
+        def from_torchlib(cls, opset_version=default_opset):
+            key = (opset_version, ops)
+            if key not in _TORCHLIB:
+                _TORCHLIB.clear()  # only the newest is asked for again: ops are added, seldom taken away
+                _TORCHLIB[key] = build.__func__(cls, opset_version)
+            built, registry = _TORCHLIB[key], cls()
+            registry.__dict__.update(built.__dict__)
+            registry.functions = {target: list(metas) for target, metas in built.functions.items()}
+            return registry
 
-    registry_class.from_torchlib = classmethod(from_torchlib)
-    try:
-        yield
-    finally:
-        registry_class.from_torchlib = build
+        registry_class.from_torchlib = classmethod(from_torchlib)
+        try:
+            yield
+        finally:
+            registry_class.from_torchlib = build
 
 
 def _export_file(layer, examples, specs, names, file: Path, opset_version, quiet: bool) -> None:

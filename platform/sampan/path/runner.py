@@ -325,7 +325,7 @@ def _declared(params: dict[str, Any], lesson: Lesson) -> dict[str, Any]:
 
 
 def _execute(lesson: Lesson, out: Path, params: dict[str, Any], limit: float,
-             kernel_name: str | None, fork: bool | None = None) -> dict[str, Any] | None:
+             kernel_name: str | None, fork: bool = True) -> dict[str, Any] | None:
     """Runs one notebook; returns ``None`` or the error (papermill's error cell) as a dict."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError

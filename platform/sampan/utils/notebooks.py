@@ -176,7 +176,7 @@ def _encrypted_manager_class():
 
 
 def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNEL_START_ATTEMPTS,
-                     fork: bool | None = None, **kwargs: Any) -> Any:
+                     fork: bool = True, **kwargs: Any) -> Any:
     """``papermill.execute_notebook(input_path, output_path, **kwargs)``, starting the kernel up to ``attempts`` times.
 
     Example:
@@ -188,12 +188,11 @@ def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNE
     or ``fork=False``. Either way its channels are encrypted (:class:`EncryptedKernelManager`).
 
     Args:
-        fork: ``False`` starts the kernel as a new interpreter whatever ``$SAMPAN_FORK_KERNELS`` says: a process that
-            runs one notebook only (a job, a sweep worker with one trial, ``sampan path run`` of one lesson) would
-            start the server for that one kernel, which costs more than it saves (a notebook that imports torch and
-            sampan: 5.9-6.6 CPU-s and 6-7 s forked, 3.4-3.8 CPU-s and 3.4-3.8 s as a new interpreter). ``None``
-            (the default): as ``$SAMPAN_FORK_KERNELS`` says. ``True`` is the same as ``None``: it never forks where
-            the switch is off.
+        fork: ``True`` (the default) forks where ``$SAMPAN_FORK_KERNELS`` asks; ``False`` starts the kernel as a new
+            interpreter whatever it says: a process that runs one notebook only (a job, a sweep worker with one
+            trial, ``sampan path run`` of one lesson) would start the server for that one kernel, which costs more
+            than it saves (a notebook that imports torch and sampan: 5.9-6.6 CPU-s and 6-7 s forked, 3.4-3.8 CPU-s
+            and 3.4-3.8 s as a new interpreter).
 
     Raises:
         KernelStartError: the kernel died, or stayed silent past ``start_timeout``, at every try (its spec or
@@ -203,12 +202,11 @@ def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNE
     from sampan.utils import forkkernels
 
     guard_async_sends()
-    if fork is not None and not isinstance(fork, bool):
-        raise ValueError(bad_argument("fork", fork, "True, False or None",
+    if not isinstance(fork, bool):
+        raise ValueError(bad_argument("fork", fork, "True or False",
                                       "pass fork=False to start the kernel as a new interpreter, or leave it out"))
     if "kernel_manager_class" not in kwargs:
-        forked = fork is not False and forkkernels.enabled()
-        kwargs["kernel_manager_class"] = (forkkernels.ForkServerKernelManager if forked
+        kwargs["kernel_manager_class"] = (forkkernels.ForkServerKernelManager if fork and forkkernels.enabled()
                                           else _encrypted_manager_class())
     return with_kernel_restarts(lambda: pm.execute_notebook(input_path, output_path, **kwargs), attempts=attempts,
                                 what=str(input_path), kernel=kwargs.get("kernel_name"))

@@ -145,6 +145,33 @@ def test_torchlibs_registry_is_built_once_and_each_export_gets_its_own_copy(tmp_
     assert registry_class.from_torchlib() is built[-1] and len(built) == 2
 
 
+def test_exports_in_two_threads_take_turns_swapping_torchs_registry_builder():
+    """Two exports at once in threads: the second would save the first's replacement as torch's own builder and
+    put it back for good; it waits instead."""
+    import importlib
+    import threading
+
+    from torch.onnx._internal.exporter import _registration
+
+    onnx_export = importlib.import_module("sampan.onnx.export")
+    registry_class = _registration.ONNXRegistry
+    own = registry_class.__dict__["from_torchlib"]
+    entered, seen = threading.Event(), []
+
+    def second():
+        with onnx_export._torchlib_registry_once():
+            seen.append(registry_class.__dict__["from_torchlib"])
+            entered.set()
+
+    with onnx_export._torchlib_registry_once():
+        thread = threading.Thread(target=second)
+        thread.start()
+        assert not entered.wait(0.5)  # it waits while this one has torch's builder swapped
+    thread.join(30)
+    assert entered.is_set() and seen[0] is not own  # then it swaps it in turn
+    assert registry_class.__dict__["from_torchlib"] is own  # and torch's own is back
+
+
 QUANTIZED_AFTER_FLOAT = """
 import sys, torch, sampan
 from torch import nn

@@ -118,7 +118,7 @@ def test_fork_false_starts_a_new_interpreter_though_the_switch_is_on(tmp_path, m
     run, _ = run_probe(tmp_path, "not-forked", fork=False)
     assert not run["preloaded"] and run["ppid"] == os.getpid()
     assert "4242" not in forkkernels._CLIENTS  # and no server was started for it
-    with pytest.raises(ValueError, match=r"Expected `fork` to be True, False or None.*Received: fork='no'"):
+    with pytest.raises(ValueError, match=r"Expected `fork` to be True or False.*Received: fork='no'"):
         execute_notebook("any.ipynb", str(tmp_path / "out.ipynb"), fork="no")
 
 

@@ -147,7 +147,7 @@ def report(timeline_path: str, samples_path: str, top: int = 40) -> None:
     start, end = min(r["start"] for r in timeline), max(r["end"] for r in timeline)
     samples = [s for s in samples if start <= s["t"] <= end + 2 * INTERVAL]  # the tests' own time, not set-up
     for s in samples:  # a process's command line comes with its first sample, which may be before the tests
-        s["cmd"], commands[s["pid"]] = commands.get(s["pid"]), None
+        s["cmd"] = commands.get(s["pid"])
     charged = attribute(timeline, samples)
     by_file: collections.Counter = collections.Counter()
     for test, cpu in charged.items():

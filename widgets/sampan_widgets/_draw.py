@@ -59,6 +59,37 @@ def _fmt(v: float) -> str:
     return f"{v:.2e}"
 
 
+def nice_ticks(low: float, high: float, most: int = 5) -> tuple[list[float], list[str]]:
+    """Round-number ticks covering ``[low, high]`` (``low < high``): at most ``most`` steps of 1, 2, 2.5 or 5 times
+    a power of ten, the first at or below ``low`` and the last at or above ``high``, with short labels that tell
+    every tick apart (``0.25`` not ``0.2500``; ``150k`` not ``1.50e+05``; ``1.5e-05``)."""
+    raw = (high - low) / max(most, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    for mult in (1, 2, 2.5, 5, 10, 20, 25, 50, 100):  # a range that straddles round numbers may need a bigger power
+        step = mult * power
+        first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
+        if last - first <= most:
+            break
+    ticks = [k * step for k in range(first, last + 1)]  # k * step, not repeated sums: 0.1 * 3 stays "0.3"
+    labels = _tick_labels(ticks, step, extra=1 if mult in (2.5, 25) else 0)
+    ticks[0], ticks[-1] = min(ticks[0], low), max(ticks[-1], high)  # 3 * 1e-05 is 2.9999999999999997e-05
+    return ticks, labels
+
+
+def _tick_labels(ticks: list[float], step: float, extra: int) -> list[str]:
+    """Labels for evenly spaced ticks: as many digits as ``step`` needs (``extra`` more for steps of 2.5)."""
+    biggest = max(abs(ticks[0]), abs(ticks[-1]))
+    if biggest >= 1e5:  # 150k, 2.5M: a y label has ~7 characters of room
+        unit, suffix = next((u, x) for u, x in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")) if biggest >= u)
+        decimals = max(0, -math.floor(math.log10(step / unit) + 1e-9) + extra)
+        return [f"{t / unit:.{decimals}f}{suffix}" if t else "0" for t in ticks]
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9) + extra)
+    if decimals <= 4:
+        return [f"{t:.{decimals}f}" if t else "0" for t in ticks]
+    digits = min(8, math.floor(math.log10(biggest)) - math.floor(math.log10(step) + 1e-9) + 1 + extra)
+    return [f"{t:.{max(digits, 1)}g}" if t else "0" for t in ticks]
+
+
 def svg_lines(series: Sequence[dict], *, width: int = 320, height: int = 160, title: str = "",
               max_points: int = 200) -> str:
     """An inline SVG line chart; each series is thinned to ``max_points`` first and scaled with numpy, so a
@@ -88,16 +119,28 @@ def svg_lines(series: Sequence[dict], *, width: int = 320, height: int = 160, ti
     every = np.concatenate([a for a in arrays if len(a)])
     x0, y0 = every.min(axis=0)
     x1, y1 = every.max(axis=0)
-    x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + abs(y0) * 0.1 + 1e-9)
+    if x1 <= x0:
+        x1 = x0 + 1
+    if y1 <= y0:  # a flat line, drawn across the middle
+        y0, y1 = y0 - (abs(y0) * 0.1 or 1.0), y1 + (abs(y1) * 0.1 or 1.0)
     iw, ih = width - pad_l - pad_r, height - pad_t - pad_b
+    # the axes run from round number to round number, labelled at each (a person reads 0.2 0.4 0.6, not 0.4585)
+    y_ticks, y_labels = nice_ticks(y0, y1, most=max(2, min(5, ih // 24)))
+    x_ticks, x_labels = nice_ticks(x0, x1, most=max(2, min(6, iw // 55)))
+    (x0, x1), (y0, y1) = (x_ticks[0], x_ticks[-1]), (y_ticks[0], y_ticks[-1])
     scale = np.array([iw / (x1 - x0), -ih / (y1 - y0)])
     offset = np.array([pad_l - x0 * scale[0], pad_t + ih - y0 * scale[1]])
-    sy = lambda y: pad_t + ih - (y - y0) / (y1 - y0) * ih  # noqa: E731
     out.append(f'<rect x="{pad_l}" y="{pad_t}" width="{iw}" height="{ih}" fill="none" stroke="#ccc"/>')
-    for y in (y0, (y0 + y1) / 2, y1):
-        out.append(f'<text x="{pad_l - 3}" y="{sy(y) + 3:.1f}" text-anchor="end">{_fmt(y)}</text>')
-    for x, anchor in ((x0, pad_l), (x1, pad_l + iw)):
-        out.append(f'<text x="{anchor}" y="{pad_t + ih + 12}" text-anchor="middle">{_fmt(x)}</text>')
+    for y, label in zip(y_ticks, y_labels):
+        at = pad_t + ih - (y - y0) / (y1 - y0) * ih
+        if y0 < y < y1:
+            out.append(f'<line x1="{pad_l}" x2="{pad_l + iw}" y1="{at:.1f}" y2="{at:.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{pad_l - 3}" y="{at + 3:.1f}" text-anchor="end">{label}</text>')
+    for x, label in zip(x_ticks, x_labels):
+        at = pad_l + (x - x0) / (x1 - x0) * iw
+        # the last label ends at the right edge, so that it stays inside the picture
+        anchor = "end" if at + text_width(label) / 2 > width else "middle"
+        out.append(f'<text x="{at:.1f}" y="{pad_t + ih + 12}" text-anchor="{anchor}">{label}</text>')
     for i, (s, a, (x, row, label)) in enumerate(zip(series, arrays, legends)):
         color = s.get("color") or COLORS[i % len(COLORS)]
         if not len(a):

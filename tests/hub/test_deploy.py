@@ -118,3 +118,40 @@ def test_culler_hook_spares_a_learner_with_a_running_job(tmp_path):
         proc.kill()
         proc.wait()
     assert namespace["running_jobs"]("lee", tmp_path) == 0
+
+
+def test_a_busy_kernel_or_a_running_job_counts_as_the_servers_activity(tmp_path, monkeypatch):
+    """sampan.hub.busy, in the learner's server: a kernel executing (a training that prints nothing) or a live job
+    is a reason to report activity; idle kernels, a finished job or a dead job's pid are not."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    import psutil
+
+    from sampan.hub import busy
+
+    kernels = {"k1": SimpleNamespace(execution_state="idle"), "k2": SimpleNamespace(execution_state="idle")}
+    manager = SimpleNamespace(list_kernel_ids=lambda: list(kernels), get_kernel=lambda k: kernels[k])
+    jobs = tmp_path / "jobs"
+    assert busy.busy_reason(manager, jobs) is None  # no jobs folder yet
+    kernels["k2"].execution_state = "busy"
+    assert busy.busy_reason(manager, jobs) == "kernel k2 busy"
+    kernels["k2"].execution_state = "idle"
+    (jobs / "a").mkdir(parents=True)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        state = {"status": "running", "pid": proc.pid, "pid_started": psutil.Process(proc.pid).create_time()}
+        (jobs / "a" / "job.json").write_text(json.dumps(state))
+        assert busy.busy_reason(manager, jobs) == "1 job running"
+        (jobs / "a" / "job.json").write_text(json.dumps({**state, "status": "done"}))
+        assert busy.busy_reason(manager, jobs) is None
+        (jobs / "a" / "job.json").write_text(json.dumps({**state, "pid_started": state["pid_started"] - 100}))
+        assert busy.busy_reason(manager, jobs) is None  # that pid is another process now
+    finally:
+        proc.kill()
+        proc.wait()
+    monkeypatch.setenv("JUPYTERHUB_ACTIVITY_INTERVAL", "5")
+    assert busy.mark_interval() == 2.5  # checked twice for each report the server sends the hub
+    monkeypatch.setenv("JUPYTERHUB_ACTIVITY_INTERVAL", "300")
+    assert busy.mark_interval() == 30.0

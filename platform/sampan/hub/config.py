@@ -41,6 +41,7 @@ SERVICE = "progress"
 # JupyterHub gives a managed service about ten seconds to answer.
 SERVICE_BOOT = "from sampan.hub.service import main; main()"
 CULLER = "idle-culler"
+BUSY_EXTENSION = "sampan.hub.busy"  # in each learner's server: busy kernels and running jobs reported as activity
 CUSTOM_SCOPES = {
     "custom:progress:read": {"description": "Read every learner's progress on the teacher dashboard."},
     "custom:progress:write": {"description": "Post one's own progress events to the teacher dashboard."},
@@ -162,7 +163,8 @@ def proxy_command() -> str:
 
 
 def culler_config() -> Path:
-    """``deploy/idle_culler_config.py``: the culler's hook that spares servers with a busy kernel."""
+    """``deploy/idle_culler_config.py``: the culler's hook that spares a learner's running jobs (busy kernels
+    report themselves to the hub: :mod:`sampan.hub.busy`)."""
     from sampan.utils.io import repo_root
 
     root = repo_root()
@@ -186,8 +188,10 @@ def roles(s: HubSettings) -> list[dict]:
         {"name": "server", "scopes": ["users:activity!user", "access:servers!server", service_access,
                                       "custom:progress:write"]},
         {"name": "progress-service", "services": [SERVICE], "scopes": ["list:users", "read:users", "read:roles:users"]},
+        # no access:servers: the culler reads the hub's records only (busy servers report themselves:
+        # sampan.hub.busy), and a token that opens every server must not exist outside the hub
         {"name": "idle-culler", "services": [CULLER],
-         "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers", "access:servers"]},
+         "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
     ]
 
 
@@ -202,8 +206,7 @@ def services(s: HubSettings) -> list[dict]:
          "environment": {"SAMPAN_PROGRESS_DB": str(s.hub_dir / "progress.sqlite"),
                          "SAMPAN_HUB_USERS": str(s.hub_dir / "users"),
                          "SAMPAN_HUB_COURSE": s.course_dir}},  # its path.yaml: the teacher page's columns
-        {"name": CULLER, "command": culler, "environment": {"SAMPAN_HUB_PUBLIC_URL": s.public_url,
-                                                            "SAMPAN_HUB_USERS": str(s.hub_dir / "users")}},
+        {"name": CULLER, "command": culler, "environment": {"SAMPAN_HUB_USERS": str(s.hub_dir / "users")}},
     ]
 
 
@@ -269,6 +272,8 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
     c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
     c.Spawner.default_url = "/lab/tree/course/index.ipynb" if s.course_dir else "/lab"
     c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                      # a busy kernel or a running job counts as activity: the culler spares the server
+                      f"--ServerApp.jpserver_extensions={BUSY_EXTENSION}=True",
                       *encryption_args()]  # a learner's kernels: their outputs unreadable to the other learners
     c.Spawner.env_keep = ["PATH", "PYTHONPATH", "LANG", "LC_ALL", "OMP_NUM_THREADS", "SAMPAN_HOME",
                           "SAMPAN_TRACKING_URI", "VIRTUAL_ENV"]

@@ -20,6 +20,7 @@ Example:
 """
 from __future__ import annotations
 
+import base64
 import html
 import os
 import posixpath
@@ -28,7 +29,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from sampan.errors import UnsafeFileError, bad_argument
 from sampan.path.manifest import LearningPath, Lesson, Stage, load_path
@@ -38,7 +39,14 @@ MARKER = ".sampan-site"           # in every built site: only such a folder is e
 CSS = "_static/sampan-site.css"
 SOLUTION_TAG = "solution"
 DROPPED_TAGS = ("injected-parameters", "sampan-nav")   # the run's parameters; the site draws its own navigation
-ASSETS = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"}
+ASSETS = {".png", ".jpg", ".jpeg", ".gif", ".webp"}   # pictures copied into the site beside the pages
+# An SVG is never copied: opened on its own (a learner clicks a link to it, or opens the picture in a new tab) it
+# is a document that runs its scripts in the site's origin, and no page's policy covers it. Sanitising it would
+# mean knowing every way SVG runs script (<script>, <foreignObject>, on* handlers, javascript: links, <set> or
+# <animate> rewriting a link, xml-stylesheet); inside <img> the browser runs none of them and loads nothing. So a
+# picture the course shows is embedded as data:image/svg+xml (a data: document opened alone has no origin of the
+# site's), and a link to an SVG loses its href, with a note (_unlink_svg).
+SVG = ".svg"
 
 WORDS: dict[str, dict[str, str]] = {
     "en": {"course": "{title}: the course, executed", "all": "All lessons",
@@ -73,6 +81,8 @@ _ATTRS = {"*": {"class", "id", "title", "lang", "dir"}, "a": {"href", "name"}, "
           "table": {"border"}, "details": {"open"}}
 _DATA_IMAGE = re.compile(r"data:image/(png|jpe?g|gif|webp|svg\+xml);base64,", re.IGNORECASE)
 _LINK = re.compile(r'\b(href|src)="([^"]*)"')
+_ANCHOR = re.compile(r'<a(?:\s+[^\s=>"]+(?:="[^"]*")?)*\s*>')  # bleach writes every attribute value in "..."
+_SVG_NOTE = "An SVG file of the course is shown only as a picture, never opened as a page (it could run a script)"
 
 # Every page forbids scripts, frames, forms and loads from elsewhere: whatever slips past the sanitiser (a hole in a
 # template, an attribute nbconvert writes unquoted) still cannot run in the reader's browser, from disk or a server.
@@ -268,7 +278,7 @@ def _manifest(manifest: str | Path | None, report: dict[str, Any]) -> str | Path
 
 
 def _target(out: str | Path | None, run_dir: Path) -> Path:
-    target = (Path(out).expanduser() if out is not None else run_dir / "site").resolve()
+    target = _default_target(run_dir) if out is None else Path(out).expanduser().resolve()
     fix = "pass --out with a new or empty folder (or a site built before, which is replaced)"
     if target.exists() and not target.is_dir():
         raise ValueError(bad_argument("out", str(out), "a folder for the site", f"it is a file; {fix}"))
@@ -278,7 +288,20 @@ def _target(out: str | Path | None, run_dir: Path) -> Path:
     if target == run_dir or run_dir.is_relative_to(target):
         raise ValueError(bad_argument("out", str(out), "a folder outside the run folder's own files",
                                       f"the site would replace the run it is built from; {fix}"))
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if out is not None:  # a folder the user named; the default's parent is the run folder itself
+        target.parent.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def _default_target(run_dir: Path) -> Path:
+    """``<run_dir>/site``, refused when it is a link: a run folder from elsewhere (tar and zip keep links) could
+    point it at any folder of the reader's, which the site would then be written into or replace."""
+    target = run_dir / "site"
+    if target.is_symlink():  # run_dir is resolved, so a `site` that is no link lies inside it
+        raise UnsafeFileError(
+            f"The site's default folder {target} is a link (to {os.readlink(target)}), which can lead out of the run "
+            "folder; a site is never written through a link that a run folder brings along. HINT: remove the link "
+            f"(rm {target}) or pass --out with a folder for the site", path=str(target), entry="site")
     return target
 
 
@@ -455,7 +478,8 @@ def _up(rel: str) -> str:
 
 
 def _relink(text: str, page: _Page, by_source: dict[str, _Page], root: Path, assets: set[str]) -> str:
-    """Points the page's relative links at the site: lesson notebooks → their pages, pictures → copied files."""
+    """Points the page's relative links at the site: lesson notebooks → their pages, pictures → copied files
+    (an SVG picture → embedded, a link to an SVG → none; see :data:`SVG`)."""
     here = posixpath.dirname(page.rel)
 
     def fix(match: re.Match) -> str:
@@ -475,11 +499,34 @@ def _relink(text: str, page: _Page, by_source: dict[str, _Page], root: Path, ass
                 anchor = f"#lesson-{other.lesson.id}" if other is not None else ""
                 new = posixpath.relpath("index.html", here or ".") + anchor
             return f'{attr}="{html.escape(new)}"'
-        if Path(target).suffix.lower() in ASSETS and (root / target).is_file():
+        suffix = Path(target).suffix.lower()
+        source = _course_file(root, target) if suffix in ASSETS | {SVG} else None
+        if attr == "src" and suffix == SVG and source is not None:
+            return f'src="data:image/svg+xml;base64,{base64.b64encode(source.read_bytes()).decode()}"'
+        if suffix in ASSETS and source is not None:
             assets.add(target)
         return match.group(0)
 
-    return _LINK.sub(fix, text)
+    return _LINK.sub(fix, _ANCHOR.sub(_unlink_svg, text))
+
+
+def _unlink_svg(match: re.Match) -> str:
+    """An ``<a>`` to an SVG file of the site's folder keeps its text and loses its link, with a note as its title."""
+    tag = match.group(0)
+    href = re.search(r'\shref="([^"]*)"', tag)
+    if href is None:
+        return tag
+    parts = urlsplit(html.unescape(href.group(1)))
+    if parts.scheme or parts.netloc or not unquote(parts.path).lower().endswith(SVG):
+        return tag  # an SVG elsewhere opens in its own origin
+    kept = re.sub(r'\s(?:href|title)="[^"]*"', "", tag[2:-1])
+    return f'<a{kept} title="{html.escape(_SVG_NOTE)}">'
+
+
+def _course_file(root: Path, rel: str) -> Path | None:
+    """The course's file at ``rel``, or None when there is none or it lies outside the course folder (a link)."""
+    source = (root / rel).resolve()
+    return source if source.is_file() and source.is_relative_to(root.resolve()) else None
 
 
 def _copy_assets(root: Path, folder: Path, assets: set[str]) -> None:
@@ -488,10 +535,9 @@ def _copy_assets(root: Path, folder: Path, assets: set[str]) -> None:
     wanted = set(assets)
     if figures.is_dir():
         wanted |= {p.relative_to(root).as_posix() for p in figures.iterdir() if p.suffix.lower() in ASSETS}
-    base = root.resolve()
     for rel in sorted(wanted):
-        source = (root / rel).resolve()
-        if source.is_file() and source.is_relative_to(base):  # never a file outside the course folder
+        source = _course_file(root, rel)  # never a file outside the course folder
+        if source is not None:
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, folder / rel)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import math
-import shutil
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,22 +28,26 @@ class _Source:
     files: tuple[str, ...]  # what torchvision reads, in ``folder``
     archives: tuple[str, ...]  # what to download, and where it goes (relative to data_home())
     url: str
+    sizes: tuple[int, ...]  # the official ``files``' sizes in bytes: what unpacking may write is capped from them
 
 
 _IDX = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+_IDX_SIZES = (16 + 60000 * 28 * 28, 8 + 60000, 16 + 10000 * 28 * 28, 8 + 10000)  # header + one byte a pixel or label
+_CIFAR_SIZES = (31035704, 31035320, 31035999, 31035696, 31035623, 31035526, 158)  # 178 MiB; plus an 88-byte readme
+_HEADROOM = 1.25  # an unpacked file (or archive) may be a quarter over the official size; a gzip bomb is 1000 times
 SOURCES = {
     "mnist": _Source(
         "mnist", "MNIST", "MNIST/raw", _IDX, tuple(f"MNIST/raw/{f}.gz" for f in _IDX),
-        "https://ossci-datasets.s3.amazonaws.com/mnist/",
+        "https://ossci-datasets.s3.amazonaws.com/mnist/", _IDX_SIZES,
     ),
     "fashion-mnist": _Source(
         "fashion-mnist", "FashionMNIST", "FashionMNIST/raw", _IDX, tuple(f"FashionMNIST/raw/{f}.gz" for f in _IDX),
-        "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
+        "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/", _IDX_SIZES,
     ),
     "cifar10": _Source(
         "cifar10", "CIFAR10", "cifar-10-batches-py",
         ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch", "batches.meta"),
-        ("cifar-10-python.tar.gz",), "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+        ("cifar-10-python.tar.gz",), "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", _CIFAR_SIZES,
     ),
 }
 SPLIT_SIZES = {
@@ -78,13 +81,14 @@ def _unpack_local(source: _Source, root: Path) -> None:
             from sampan.data._archives import extract_tar
 
             with writing_data_home(f"unpack {archive.name}"):
-                # refuses links, devices, absolute and '..' members, and anything outside its own folder
-                extract_tar(archive, root, only=source.folder)
+                # refuses links, devices, absolute and '..' members, anything outside its own folder, and a bomb
+                extract_tar(archive, root, only=source.folder, max_bytes=int(sum(source.sizes) * _HEADROOM),
+                            origin=source.url)
         return
-    for f in source.files:
+    for f, size in zip(source.files, source.sizes):
         packed, plain = folder / f"{f}.gz", folder / f
         if packed.is_file() and not plain.is_file():
-            _gunzip(packed, plain, source)
+            _gunzip(packed, plain, source, official=size)
 
 
 def _stale(folder: Path, files: tuple[str, ...] | list[str], archive: Path) -> bool:
@@ -96,11 +100,23 @@ def _stale(folder: Path, files: tuple[str, ...] | list[str], archive: Path) -> b
         return True
 
 
-def _gunzip(packed: Path, plain: Path, source: _Source) -> None:
-    """Unpacks one ``.gz`` atomically; a file that is not gzip (or is cut short) is named in the error."""
-    def writer(tmp: Path) -> None:
+def _gunzip(packed: Path, plain: Path, source: _Source, *, official: int) -> None:
+    """Unpacks one ``.gz`` atomically; a file that is not gzip (or is cut short) is named in the error, and one that
+    unpacks to more than ``_HEADROOM`` times the ``official`` size is refused as soon as it does (nothing is left)."""
+    cap = int(official * _HEADROOM)
+    fix = (f"the official {plain.name} holds {official:,} bytes, so this is not it; delete it and put a fresh copy "
+           f"of {packed.name} from {source.url} in {packed.parent}, or the unpacked {plain.name} there.")
+
+    def writer(tmp: Path) -> None:  # atomic_write removes tmp if this raises
+        written = 0
         with gzip.open(packed, "rb") as src, open(tmp, "wb") as dst:
-            shutil.copyfileobj(src, dst)
+            while chunk := src.read(2**20):
+                written += len(chunk)
+                if written > cap:
+                    from sampan.data._archives import too_large_error
+
+                    raise too_large_error(packed, written, cap, fix)
+                dst.write(chunk)
 
     with writing_data_home(f"unpack {packed.name}"):
         try:

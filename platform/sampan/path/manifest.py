@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from sampan.errors import SampanError, UnsafeFileError
 from sampan.hub.progress_store import ID_RULE, is_identifier
+from sampan.utils.notebooks import PARAMETER_NAME_HINT, is_parameter_name
 
 Mode = Literal["quick", "full"]
 MODES: tuple[str, ...] = ("quick", "full")
@@ -52,10 +53,12 @@ class PathManifestError(SampanError, ValueError):
 
 
 class UnsafeManifestEntryError(PathManifestError, UnsafeFileError):
-    """A lesson's notebook points outside the manifest's folder (absolute, ``..`` or a link leading out).
+    """An entry that would make the path runner run code the manifest's author chose: a lesson's notebook outside
+    the manifest's folder (absolute, ``..`` or a link leading out), or a parameter name that is not a Python
+    identifier (papermill pastes names into the notebook as code).
 
-    The path runner executes every notebook the manifest names; a manifest from someone else must not
-    make it run a file elsewhere on the machine. ``entry`` is the place in the manifest.
+    The path runner executes every notebook the manifest names, with its parameters; a manifest from someone else
+    must not make it run a file elsewhere on the machine, or code of its own. ``entry`` is the place in the manifest.
     """
 
     def __init__(self, message: str, *, file: str | Path | None = None, where: str = ""):
@@ -247,8 +250,7 @@ class _Parser:
     def parse(self, raw: Any) -> LearningPath:
         raw = self.mapping(raw, "top level", _PATH_KEYS)
         defaults = {**_DEFAULTS, **self.mapping(raw.get("defaults") or {}, "defaults", _DEFAULT_KEYS)}
-        self.default_params = dict(self.mapping(defaults["parameters"], "defaults.parameters",
-                                                set(map(str, defaults["parameters"] or {}))))
+        self.default_params = self.parameters(defaults["parameters"], "defaults.parameters")
         default_timeout = self.per_mode(defaults["timeout"], "defaults.timeout", positive=True)
         stages_raw = raw.get("stages")
         if not isinstance(stages_raw, list) or not stages_raw:
@@ -317,8 +319,7 @@ class _Parser:
             metrics=self.metrics(raw.get("metrics") or {}, f"{where}.metrics"),
             produces=self.names(raw.get("produces"), f"{where}.produces"),
             needs=self.names(raw.get("needs"), f"{where}.needs"),
-            parameters={**self.default_params, **self.mapping(raw.get("parameters") or {}, f"{where}.parameters",
-                                                              set(map(str, raw.get("parameters") or {})))},
+            parameters={**self.default_params, **self.parameters(raw.get("parameters"), f"{where}.parameters")},
         )
 
     def text(self, value: Any, where: str) -> str | dict[str, str]:
@@ -330,6 +331,19 @@ class _Parser:
         if "en" not in value or not set(value) <= set(LANGUAGES) or not all(isinstance(v, str) for v in value.values()):
             raise self.fail(where, f"expected a string or {{en: ..., zh: ...}} with the keys {', '.join(LANGUAGES)} "
                                    f"(en required), got {value!r}")
+        return dict(value)
+
+    def parameters(self, value: Any, where: str) -> dict[str, Any]:
+        """A ``parameters`` mapping (a lesson's or the defaults'); papermill writes each name into the notebook as
+        ``NAME = value``, so a name that is not a Python identifier is refused."""
+        value = value or {}
+        value = self.mapping(value, where, set(map(str, value)) if isinstance(value, dict) else set())
+        for name in value:
+            if not is_parameter_name(name):
+                raise UnsafeManifestEntryError(
+                    f"the parameter name {name!r} is not a Python identifier; the path runner writes "
+                    "`NAME = value` into the lesson's notebook, so this name would run as code in your kernel. "
+                    f"HINT: {PARAMETER_NAME_HINT}", file=self.file, where=where)
         return dict(value)
 
     def ident(self, value: Any, where: str) -> str:

@@ -17,10 +17,11 @@ connection file's key only signs messages, which stops forged requests, not read
 from __future__ import annotations
 
 import functools
+import keyword
 import logging
 import runpy
 import sys
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from sampan.errors import SampanError, bad_argument
 from sampan.utils.imports import require
@@ -37,6 +38,8 @@ T = TypeVar("T")
 # `python -c VOILA_BOOT ARGS...` runs `voila ARGS...` with guard_async_sends; the server loads no torch (its kernels
 # import what their notebooks need)
 VOILA_BOOT = "import sys; from sampan.utils.notebooks import run_voila; run_voila(sys.argv[1:])"
+# the fix for a parameter name papermill cannot write safely (here and in path.yaml's parameters)
+PARAMETER_NAME_HINT = "parameter names must be Python identifiers such as QUICK or SEED"
 
 
 class KernelNotFoundError(SampanError, LookupError):
@@ -75,6 +78,34 @@ def check_kernels(notebooks: Iterable[tuple[str, Any]], kernel: str | None, *, a
         name = kernel or nbformat.read(str(notebook), as_version=4).metadata.get("kernelspec", {}).get("name")
         if name and name not in installed:
             raise missing_kernel(needed_by, name, installed)
+
+
+def is_parameter_name(name: Any) -> bool:
+    """Whether papermill can set ``name``: it writes ``f"{name} = {value}"`` into the notebook, escaping the value
+    but pasting the name as it is, so a name that is not a Python identifier (or is a keyword) is code it would run.
+
+    Example:
+        >>> from sampan.utils.notebooks import is_parameter_name
+        >>> is_parameter_name("QUICK"), is_parameter_name("__import__('os').system('id'); x"), is_parameter_name("if")
+        (True, False, False)
+    """
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def check_parameters(parameters: Any) -> None:
+    """Refuses ``parameters`` for papermill unless it is a mapping whose names are all :func:`is_parameter_name`.
+
+    Raises:
+        ValueError: naming ``parameters``, the first bad name and the fix.
+    """
+    if not isinstance(parameters, Mapping):
+        raise ValueError(bad_argument("parameters", parameters, "a dict of parameter names to values",
+                                      "pass parameters={'QUICK': True}, or leave it out"))
+    for name in parameters:
+        if not is_parameter_name(name):
+            raise ValueError(f"Expected every name in `parameters` to be a Python identifier (papermill writes "
+                             f"`NAME = value` into the notebook's code). Received: {name!r}, which would run as code "
+                             f"in the kernel; nothing ran. HINT: {PARAMETER_NAME_HINT}.")
 
 
 class KernelStartError(RuntimeError):
@@ -195,16 +226,20 @@ def execute_notebook(input_path: str, output_path: str, *, attempts: int = KERNE
             and 3.4-3.8 s as a new interpreter).
 
     Raises:
+        ValueError: a name in ``parameters`` that is not a Python identifier (:func:`is_parameter_name`: papermill
+            would paste it into the notebook as code), or a bad ``fork``; before anything runs.
         KernelStartError: the kernel died, or stayed silent past ``start_timeout``, at every try (its spec or
             environment is broken).
     """
+    if kwargs.get("parameters") is not None:
+        check_parameters(kwargs["parameters"])
+    if not isinstance(fork, bool):
+        raise ValueError(bad_argument("fork", fork, "True or False",
+                                      "pass fork=False to start the kernel as a new interpreter, or leave it out"))
     pm = require("papermill")
     from sampan.utils import forkkernels
 
     guard_async_sends()
-    if not isinstance(fork, bool):
-        raise ValueError(bad_argument("fork", fork, "True or False",
-                                      "pass fork=False to start the kernel as a new interpreter, or leave it out"))
     if "kernel_manager_class" not in kwargs:
         kwargs["kernel_manager_class"] = (forkkernels.ForkServerKernelManager if fork and forkkernels.enabled()
                                           else _encrypted_manager_class())

@@ -267,6 +267,25 @@ def _tensor_meta(n: int) -> dict:
             "strides": [{"as_int": 1}], "storage_offset": {"as_int": 0}, "layout": 7}
 
 
+def _meta(sizes: list[int], dtype: int = 7) -> dict:
+    return {**_tensor_meta(1), "dtype": dtype, "sizes": [{"as_int": n} for n in sizes],
+            "strides": [{"as_int": 1} for _ in sizes]}
+
+
+def _arg(name: str, value: dict, kind: int = 1) -> dict:
+    return {"name": name, "arg": value, "kind": kind}
+
+
+def _run_with_plain_torch(prefix: Path, script: str = ""):
+    """Loads and calls the model with plain torch in another process (the attack may crash it); ``script`` runs
+    after, with the output as ``y``."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", "import sys, torch; y = torch.export.load(sys.argv[1]).module()"
+                           f"(torch.randn(2, 4)); {script}", f"{prefix}.pt2"], capture_output=True, timeout=300)
+
+
 def test_a_graph_that_writes_a_file_with_plain_aten_ops_is_refused(shared_model, tmp_path, capsys):
     """No pickle and no string torch evaluates: ``aten.from_file(path, shared=True)`` maps any file for writing,
     and ``slice`` + ``fill_`` nodes write the attacker's bytes into it (a ``.pth`` or ``.bashrc``: code later)."""
@@ -447,37 +466,26 @@ def test_aten_internals_that_write_out_of_bounds_are_refused(shared_model):
     """Public-looking tensor arithmetic from aten's internals: a sparse tensor built without index checks, then
     densified, writes a chosen value far outside its buffer (plain torch crashes; a nearer offset corrupts
     memory silently)."""
-    import subprocess
-    import sys
-
-    def meta(sizes, dtype=7):
-        return {**_tensor_meta(1), "dtype": dtype, "sizes": [{"as_int": n} for n in sizes],
-                "strides": [{"as_int": 1} for _ in sizes]}
-
-    def arg(name, value, kind=1):
-        return {"name": name, "arg": value, "kind": kind}
-
     def edit(program):
         graph = program["graph_module"]["graph"]
-        graph["tensor_values"].update(idx=meta([1, 1], 5), val=meta([1]), sp=meta([4]), dense=meta([4]))
+        graph["tensor_values"].update(idx=_meta([1, 1], 5), val=_meta([1]), sp=_meta([4]), dense=_meta([4]))
         graph["nodes"] = [
-            _node("torch.ops.aten.full.default", [arg("size", {"as_ints": [1, 1]}),
-                                                  arg("fill_value", {"as_int": 50_000_000_000}),
-                                                  arg("dtype", {"as_scalar_type": 5}, 2)], "idx"),
-            _node("torch.ops.aten.full.default", [arg("size", {"as_ints": [1]}), arg("fill_value", {"as_float": 7.0}),
-                                                  arg("dtype", {"as_scalar_type": 7}, 2)], "val"),
+            _node("torch.ops.aten.full.default", [_arg("size", {"as_ints": [1, 1]}),
+                                                  _arg("fill_value", {"as_int": 50_000_000_000}),
+                                                  _arg("dtype", {"as_scalar_type": 5}, 2)], "idx"),
+            _node("torch.ops.aten.full.default", [_arg("size", {"as_ints": [1]}), _arg("fill_value", {"as_float": 7.0}),
+                                                  _arg("dtype", {"as_scalar_type": 7}, 2)], "val"),
             _node("torch.ops.aten._sparse_coo_tensor_with_dims_and_tensors.default", [
-                arg("sparse_dim", {"as_int": 1}), arg("dense_dim", {"as_int": 0}), arg("size", {"as_ints": [4]}),
-                arg("indices", {"as_tensor": {"name": "idx"}}), arg("values", {"as_tensor": {"name": "val"}}),
-                arg("dtype", {"as_scalar_type": 7}, 2), arg("layout", {"as_layout": 1}, 2),
-                arg("device", {"as_device": {"type": "cpu", "index": None}}, 2),
-                arg("pin_memory", {"as_bool": False}, 2)], "sp"),
-            _node("torch.ops.aten._to_dense.default", [arg("self", {"as_tensor": {"name": "sp"}})], "dense"),
+                _arg("sparse_dim", {"as_int": 1}), _arg("dense_dim", {"as_int": 0}), _arg("size", {"as_ints": [4]}),
+                _arg("indices", {"as_tensor": {"name": "idx"}}), _arg("values", {"as_tensor": {"name": "val"}}),
+                _arg("dtype", {"as_scalar_type": 7}, 2), _arg("layout", {"as_layout": 1}, 2),
+                _arg("device", {"as_device": {"type": "cpu", "index": None}}, 2),
+                _arg("pin_memory", {"as_bool": False}, 2)], "sp"),
+            _node("torch.ops.aten._to_dense.default", [_arg("self", {"as_tensor": {"name": "sp"}})], "dense"),
         ] + graph["nodes"]
 
     _edit_program(shared_model, edit)
-    plain = subprocess.run([sys.executable, "-c", "import sys, torch; torch.export.load(sys.argv[1]).module()"
-                            "(torch.randn(2, 4))", f"{shared_model}.pt2"], capture_output=True, timeout=300)
+    plain = _run_with_plain_torch(shared_model)
     assert plain.returncode < 0, plain.stderr[-2000:]  # the attack is real: plain torch dies of a signal
     with pytest.raises(UnsafeFileError, match=r"aten\.(_to_dense|_sparse_coo_tensor_with_dims_and_tensors)\.default"
                                               r"'\" names an operator that is one of aten's internal operators"):
@@ -486,3 +494,60 @@ def test_aten_internals_that_write_out_of_bounds_are_refused(shared_model):
 
     assert "sparse" in _unsafe_target("torch.ops.aten.sparse_coo_tensor.indices")  # the public door too
     assert "other memory" in _unsafe_target("torch.ops.aten.set_.source_Tensor")
+
+
+def test_an_operator_whose_unsafe_flag_skips_bounds_checks_is_refused(shared_model, tmp_path, capsys,
+                                                                        monkeypatch):
+    """``aten.segment_reduce`` is public and its only string is a mode (``reduce="sum"``), but ``unsafe=True``
+    turns off the check that ``lengths`` fit the data: its kernel reads past the buffer and the model returns the
+    process's heap memory (pointers, other tensors' data) as its output; a big segment crashes the process."""
+    size = 16  # segments of one float each, from the 3-float bias
+
+    def edit(program):
+        graph = program["graph_module"]["graph"]
+        graph["tensor_values"].update(lens=_meta([size], 4), leak=_meta([size]))
+        graph["nodes"] += [
+            _node("torch.ops.aten.full.default", [_arg("size", {"as_ints": [size]}), _arg("fill_value", {"as_int": 1}),
+                                                  _arg("dtype", {"as_scalar_type": 4}, 2)], "lens"),
+            _node("torch.ops.aten.segment_reduce.default", [
+                _arg("data", {"as_tensor": {"name": "p_2_bias"}}), _arg("reduce", {"as_string": "sum"}),
+                _arg("lengths", {"as_tensor": {"name": "lens"}}, 2), _arg("unsafe", {"as_bool": True}, 2)], "leak")]
+        graph["outputs"] = [{"as_tensor": {"name": "leak"}}]
+        for spec in program["graph_module"]["signature"]["output_specs"]:
+            spec["user_output"]["arg"]["as_tensor"]["name"] = "leak"
+
+    _edit_program(shared_model, edit)
+    plain = _run_with_plain_torch(shared_model, "print('read', y.numel())")
+    # the attack is real: plain torch returns 16 floats read from a 3-float buffer (or dies of a signal)
+    assert plain.returncode < 0 or plain.stdout.strip() == f"read {size}".encode(), plain.stderr[-2000:]
+
+    def never(*args, **kwargs):
+        raise AssertionError("torch.export.load ran on a file the checks should have refused")
+
+    monkeypatch.setattr(torch.export, "load", never)  # the refusal comes first: nothing is loaded or run
+    refused = r"target 'torch\.ops\.aten\.segment_reduce\.default'\" names an operator that takes the argument " \
+              r"'unsafe', which turns off its bounds checks"
+    with pytest.raises(UnsafeFileError, match=refused):
+        sampan.jit.load(shared_model)
+    for backend in ("auto", "pt2"):
+        with pytest.raises(UnsafeFileError, match=refused):
+            sampan.inference.create_predictor(_config(shared_model, backend))
+    from sampan.cli import main
+
+    assert main(["export", f"{shared_model}.pt2", "--format", "onnx", "--output", str(tmp_path / "out")]) == 1
+    assert "segment_reduce.default" in capsys.readouterr().err and not (tmp_path / "out.onnx").exists()
+
+
+@pytest.mark.parametrize("value", [{"as_bool": True}, {"as_int": 1}, {"as_bools": [True]}])
+def test_a_node_passing_unsafe_is_refused_whatever_its_operator(tmp_path, value):
+    """Defence in depth: a node that passes ``unsafe`` anything but false is refused even when its operator
+    alone would pass (a future operator whose schema check missed it)."""
+    from sampan.jit._safety import _check_program_dict
+
+    node = _node("torch.ops.aten.add.Tensor", [_arg("self", {"as_tensor": {"name": "x"}}), _arg("unsafe", value, 2)],
+                 "y")
+    with pytest.raises(UnsafeFileError, match=r"\"m\.json: target 'torch\.ops\.aten\.add\.Tensor'\" passes unsafe=.* "
+                                              r"to an operator, which turns off its bounds checks"):
+        _check_program_dict(tmp_path / "m.pt2", "m.json", node)
+    node["inputs"][1]["arg"] = {"as_bool": False}
+    _check_program_dict(tmp_path / "m.pt2", "m.json", node)  # an explicit false is what honest exports write

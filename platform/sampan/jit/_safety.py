@@ -232,6 +232,11 @@ _INTERNAL_OPS = {"_assert_tensor_metadata", "_assert_scalar", "_assert_async", "
                  "_adaptive_avg_pool2d", "_local_scalar_dense"}
 _UNSAFE_OP_WORDS = ("sparse", "nested", "mkldnn")  # layouts whose invariants the operators trust unchecked
 _REPOINTING_OPS = {"set_"}  # point a tensor at another's memory with any offset and strides
+# Arguments by which a public operator skips its own checks: ``segment_reduce(..., unsafe=True)`` trusts that
+# ``lengths``/``offsets`` fit the data and reads past its buffer (heap memory in the output, or a crash). An
+# operator taking one is refused, and a node passing one a true value too.
+_CHECK_SKIPPING_ARGUMENTS = {"unsafe"}
+_SKIPS_CHECKS = "turns off its bounds checks (it may then read or write outside its tensors)"
 _STRIDED = 7  # torch._export.serde.schema.Layout.Strided
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Every other string of the program (outside node metadata, which torch only stores) names a value, parameter or
@@ -274,6 +279,8 @@ def _unsafe_target(target: str) -> str | None:
     except (AttributeError, RuntimeError):
         return "is not an operator this torch has"
     for argument in schema.arguments:
+        if argument.name in _CHECK_SKIPPING_ARGUMENTS:
+            return f"takes the argument {argument.name!r}, which {_SKIPS_CHECKS}"
         if "str" in str(argument.type) and argument.name not in _MODE_ARGUMENTS:
             return f"takes the string argument {argument.name!r} (a file name or text it acts on)"
     return None
@@ -355,11 +362,26 @@ def _check_program_dict(file: Path, name: str, item: dict) -> None:
                 raise _refuse(file, f"{name}: {key} {str(target)[:80]!r}",
                               f"names an operator that {problem}; a model from someone else may call only torch's "
                               "tensor operators and arithmetic")
+    skipping = _check_skipping_argument(item)
+    if skipping:
+        raise _refuse(file, f"{name}: target {str(item.get('target'))[:80]!r}",
+                      f"passes {skipping} to an operator, which {_SKIPS_CHECKS}")
     for key in ("in_spec", "out_spec"):
         if key in item:
             problem = _unsafe_spec(item[key])
             if problem:
                 raise _refuse(file, f"{name}: {key}", f"{problem} (torch builds code from it)")
+
+
+def _check_skipping_argument(item: dict) -> str | None:
+    """``name=value`` of a node's argument that turns off its operator's checks, or ``None``. Anything but an
+    explicit false (or none) counts as true."""
+    inputs = item.get("inputs") if "target" in item else None
+    for argument in inputs if isinstance(inputs, list) else []:
+        if isinstance(argument, dict) and argument.get("name") in _CHECK_SKIPPING_ARGUMENTS \
+                and argument.get("arg") not in ({"as_bool": False}, {"as_none": True}):
+            return f"{argument['name']}={json.dumps(argument.get('arg'))[:80]}"
+    return None
 
 
 def _trust_file() -> Path:

@@ -401,6 +401,64 @@ def _learners_as_nobody(base, tmp_path, monkeypatch) -> None:
     assert denied.returncode != 0 and "Permission denied" in denied.stderr
 
 
+def test_a_teachers_server_never_runs_as_the_learners_account(tmp_path, monkeypatch):
+    """With ``SAMPAN_HUB_LEARNER_USER`` every server ran as that account, the teacher's too: a learner's kernel
+    wrote an IPython startup file into the teacher's home (``users/`` is 0711 and the teacher's name is known),
+    code that would run in the teacher's kernel, a hub admin's. A teacher's or assistant's server now runs as
+    ``SAMPAN_HUB_STAFF_USER``, or is not started."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from sampan.hub.config import staff_account
+    from sampan.hub.spawner import SampanSpawner, _hand_over, server_account
+
+    teacher = SimpleNamespace(name="teacher", admin=True, roles=[SimpleNamespace(name="teacher")])
+    assistant = SimpleNamespace(name="ta", admin=False, roles=[SimpleNamespace(name="assistant")])
+    student = SimpleNamespace(name="alice", admin=False, roles=[SimpleNamespace(name="user")])
+    alone = SimpleNamespace(learner_user="", staff_user="", user=teacher)
+    assert server_account(alone) == ""  # no learner account: every server is the hub's, as documented
+    shared = SimpleNamespace(learner_user="nobody", staff_user="")
+    assert server_account(SimpleNamespace(**vars(shared), user=student)) == "nobody"
+    for user in (teacher, assistant):
+        with pytest.raises(RuntimeError, match=r"(?s)run as it, this server could be changed by any learner.*"
+                                               r"HINT: create an account for the staff's servers.*SAMPAN_HUB_STAFF_"):
+            server_account(SimpleNamespace(**vars(shared), user=user))
+    if os.geteuid() != 0:  # the accounts below are switched to only as root
+        return
+    _runnable_by_anyone(monkeypatch)
+    with pytest.raises(ValueError, match="'nobody' also runs the learners' servers"):
+        staff_account("nobody", "nobody")
+    with pytest.raises(ValueError, match="it is root"):
+        staff_account("root", "nobody")
+    assert staff_account("daemon", "nobody") == "daemon"
+
+    base = Path(tempfile.mkdtemp(prefix="sampan-hub-test-", dir="/tmp"))  # tmp_path lies under a 0700 folder
+    try:
+        base.chmod(0o755)
+        users = base / "users"
+        users.mkdir(mode=0o711)
+        users.chmod(0o711)
+        homes = {name: users / name for name in ("teacher", "alice")}
+        spawners = {}
+        for name, user in (("teacher", teacher), ("alice", student)):
+            spawners[name] = SimpleNamespace(learner_user="nobody", staff_user="daemon", user=user,
+                                             home_dir=str(homes[name]))
+            homes[name].mkdir()
+            _hand_over(homes[name], server_account(spawners[name]))
+        uid = {name: int(subprocess.run(["/usr/bin/id", "-u"], capture_output=True, text=True, check=True,
+                                        preexec_fn=SampanSpawner.make_preexec_fn(spawner, name)).stdout)
+               for name, spawner in spawners.items()}
+        assert uid == {"teacher": 1, "alice": 65534}
+        planted = homes["teacher"] / ".ipython" / "profile_default" / "startup" / "00-x.py"
+        attack = subprocess.run(["/bin/sh", "-c", f"mkdir -p {planted.parent} && echo 'print(1)' > {planted}"],
+                                preexec_fn=SampanSpawner.make_preexec_fn(spawners["alice"], "alice"),
+                                capture_output=True, text=True)
+        assert attack.returncode != 0 and "Permission denied" in attack.stderr
+        assert not planted.exists()
+    finally:
+        shutil.rmtree(base)
+
+
 def test_the_live_copies_skip_a_huge_published_file(tmp_path):
     from sampan.hub import live
 

@@ -47,6 +47,7 @@ CUSTOM_SCOPES = {
     "custom:progress:write": {"description": "Post one's own progress events to the teacher dashboard."},
 }
 LEARNER_USER_ENV = "SAMPAN_HUB_LEARNER_USER"  # as root: the account the learners' servers run as
+STAFF_USER_ENV = "SAMPAN_HUB_STAFF_USER"  # with a learner account: the one teachers' and assistants' servers run as
 PASSWORD_ENV = "SAMPAN_HUB_TEACHER_PASSWORD"  # the teacher's password, for `sampan hub` (never a command line)
 PASSWORD_FILE_ENV = "SAMPAN_HUB_TEACHER_PASSWORD_FILE"  # how `sampan hub` hands it to the hub: a private file
 MIN_PASSWORD_LENGTH = 8  # every account's, the teachers' too (NativeAuthenticator also refuses common passwords)
@@ -72,6 +73,7 @@ class HubSettings:
     live: str = "auto"
     live_user: str = "nobody"
     learner_user: str = ""
+    staff_user: str = ""
     lang: str = "en"  # the class's language: the course built in it, the kernels' and JupyterLab's language
 
     @classmethod
@@ -94,7 +96,7 @@ class HubSettings:
             db_url=env.get("SAMPAN_HUB_DB_URL", ""),
             ssl_cert=env.get("SAMPAN_HUB_SSL_CERT", ""), ssl_key=env.get("SAMPAN_HUB_SSL_KEY", ""),
             live=env.get("SAMPAN_HUB_LIVE", "auto"), live_user=env.get("SAMPAN_HUB_LIVE_USER", "nobody"),
-            learner_user=env.get(LEARNER_USER_ENV, ""),
+            learner_user=env.get(LEARNER_USER_ENV, ""), staff_user=env.get(STAFF_USER_ENV, ""),
             lang=normalize_language(env.get("SAMPAN_HUB_LANG") or default_language(env), "SAMPAN_HUB_LANG"),
         )
 
@@ -148,6 +150,29 @@ def learner_account(user: str, live_user: str | None = None) -> str | None:
     if problem is not None:
         raise ValueError(bad_argument(LEARNER_USER_ENV, user, "an existing unprivileged account that can run "
                                       f"{sys.executable}", f"{problem}; {fix}"))
+    return user
+
+
+def staff_account(user: str, learner: str, live_user: str | None = None) -> str:
+    """The account teachers' and assistants' servers run as when the learners' run as ``learner``
+    (``SAMPAN_HUB_STAFF_USER``; unset: their servers are not started, see :func:`sampan.hub.spawner.server_account`).
+
+    Raises:
+        ValueError: an account that does not exist, is privileged, cannot run this Python, or is the learners' or
+            the live dashboards' account.
+    """
+    if not user:
+        return ""
+    from sampan.hub.live import _user_problem
+
+    problem = _user_problem(user) if user != "root" else "it is root: a teacher's server would be a root shell"
+    if problem is None and user in (learner, live_user):
+        problem = f"{user!r} also runs the {'learners' if user == learner else 'live dashboards'}' servers"
+    if problem is not None:
+        raise ValueError(bad_argument(STAFF_USER_ENV, user, "an existing unprivileged account, not the learners', "
+                                      f"that can run {sys.executable}", f"{problem}; create one (useradd --system "
+                                      "--shell /usr/sbin/nologin sampan-staff) and set "
+                                      f"{STAFF_USER_ENV}=sampan-staff"))
     return user
 
 
@@ -295,6 +320,7 @@ def configure(c, settings: HubSettings | None = None) -> HubSettings:
                                       "its home in users/", "a folder above it is private (such as root's home): "
                                       "start the hub with --dir /srv/sampan-hub or another folder outside it"))
     c.SampanSpawner.learner_user = learner or ""
+    c.SampanSpawner.staff_user = staff_account(s.staff_user, learner, plan.user) if learner else ""
     # the database, cookie secret and learners' homes: no other local account reads them. With a learner
     # account, it may pass through to the homes (0711, no listing) but read no file of the hub's: the databases
     # are made 0600 before they are first opened (SQLite gives its journals the database's mode).

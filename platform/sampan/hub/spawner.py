@@ -27,6 +27,7 @@ from jupyterhub.spawner import SimpleLocalProcessSpawner
 from traitlets import Unicode
 
 from sampan.hub.course import SyncReport, prepare_home
+from sampan.hub.config import STAFF_USER_ENV
 from sampan.utils.net import free_port
 
 
@@ -47,13 +48,15 @@ class SampanSpawner(SimpleLocalProcessSpawner):
     course_dir = Unicode("", config=True, help="the course to copy into each learner's ~/course")
     datasets_dir = Unicode("", config=True, help="shared datasets, linked as ~/datasets")
     learner_user = Unicode("", config=True, help="the Unix account the servers run as (empty: the hub's own)")
+    staff_user = Unicode("", config=True, help="with learner_user: the account teachers' and assistants' servers run as")
     lang = Unicode("en", config=True, help="the class's language: JupyterLab's UI language in a new home")
 
     async def start(self):
         home = Path(self.home_dir)
         home.mkdir(parents=True, exist_ok=True)
-        if self.learner_user:
-            _hand_over(home, self.learner_user)
+        account = server_account(self)
+        if account:
+            _hand_over(home, account)
             report = await asyncio.to_thread(self._prepare_as_learner, home)
         else:
             report = prepare_home(home, self.course_dir, self.datasets_dir, self.lang)
@@ -72,13 +75,14 @@ class SampanSpawner(SimpleLocalProcessSpawner):
 
         from jupyterhub.spawner import set_user_setuid
 
+        account = server_account(self)
         env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
         # -s -P: neither the learner's user site nor the working folder on sys.path; output read up to 64 KiB and
         # the process group killed after PREPARE_SECONDS (the learner's files could make it print or hang)
         proc = subprocess.Popen([PYTHON, "-s", "-P", "-c", _PREPARE, str(home), self.course_dir, self.datasets_dir,
                                  self.lang],
-                                env=env, cwd="/", preexec_fn=set_user_setuid(self.learner_user, chdir=False),
+                                env=env, cwd="/", preexec_fn=set_user_setuid(account, chdir=False),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         output = _read_bounded(proc, deadline=time.monotonic() + PREPARE_SECONDS, limit=1 << 16)
         try:
@@ -88,7 +92,7 @@ class SampanSpawner(SimpleLocalProcessSpawner):
             proc.wait()
             code = None
         if code != 0:
-            self.log.error("preparing the home of %s as %s failed: %s", self.user.name, self.learner_user,
+            self.log.error("preparing the home of %s as %s failed: %s", self.user.name, account,
                            output.strip()[-2000:] if code is not None else "it took too long")
             return None
         try:
@@ -98,11 +102,12 @@ class SampanSpawner(SimpleLocalProcessSpawner):
             return None
 
     def make_preexec_fn(self, name):
-        if not self.learner_user:
+        account = server_account(self)
+        if not account:
             return super().make_preexec_fn(name)
         from jupyterhub.spawner import set_user_setuid
 
-        switch, home = set_user_setuid(self.learner_user, chdir=False), self.home_dir
+        switch, home = set_user_setuid(account, chdir=False), self.home_dir
 
         def preexec():
             switch()
@@ -121,6 +126,35 @@ class SampanSpawner(SimpleLocalProcessSpawner):
         if hasattr(os, "geteuid") and os.geteuid() == 0 and not self.learner_user:  # SAMPAN_HUB_LEARNER_USER=root
             args.append("--allow-root")
         return args
+
+
+STAFF_ROLES = {"teacher", "assistant"}
+
+
+def server_account(spawner) -> str:
+    """The Unix account a server runs as: ``""`` for the hub's own; with ``learner_user``, that account, except for a
+    teacher or assistant, whose server runs as ``staff_user``. Never the learners' account for them: every learner's
+    processes run as it and could write into the teacher's home (IPython startup files, Jupyter config, JupyterLab
+    extensions) what then runs in the teacher's kernels and browser, where the teacher is a hub admin.
+
+    Raises:
+        RuntimeError: a teacher's or assistant's server with ``learner_user`` and no ``staff_user``; the hub shows
+            the message on the spawn page.
+    """
+    if not spawner.learner_user:
+        return ""
+    user = getattr(spawner, "user", None)
+    roles = {getattr(r, "name", r) for r in getattr(user, "roles", None) or ()}
+    if user is None or not (getattr(user, "admin", False) or roles & STAFF_ROLES):
+        return spawner.learner_user
+    if not getattr(spawner, "staff_user", ""):
+        raise RuntimeError(
+            f"{user.name!r} teaches or assists, and the learners' servers run as the account "
+            f"{spawner.learner_user!r}: run as it, this server could be changed by any learner (their processes "
+            f"write into its home), so it is not started. HINT: create an account for the staff's servers "
+            f"(useradd --system --shell /usr/sbin/nologin sampan-staff), set {STAFF_USER_ENV}=sampan-staff and "
+            "restart the hub; the teacher dashboard and the admin page need no server.")
+    return spawner.staff_user
 
 
 def _read_bounded(proc, *, deadline: float, limit: int) -> str:

@@ -7,6 +7,7 @@ account (``SAMPAN_HUB_LIVE_USER=`` empty), and the test checks the kernel's uid 
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pwd
@@ -63,7 +64,7 @@ def test_sync_copies_published_notebooks_read_only_and_never_follows_links_out(t
     assert live.sync(users, live_dir) == [("alice", "app")]
     copy = live_dir / "dashboards" / "alice" / "app.ipynb"
     assert copy.read_bytes() == (users / "alice" / ".sampan" / "gallery" / "app.ipynb").read_bytes()
-    assert stat.S_IMODE(copy.stat().st_mode) == 0o644  # read-only to the service's user
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o640  # read-only to the service's group, no one else's
     assert not (live_dir / "dashboards" / "mallory").exists()
 
     _gallery(users, "alice", [])  # alice removes her dashboard: its copy goes too
@@ -76,11 +77,31 @@ def test_the_live_folder_belongs_to_the_hub_and_its_home_to_the_service_user(tmp
         home = first / "home"
         assert (home.stat().st_uid, stat.S_IMODE(home.stat().st_mode)) == (NOBODY.pw_uid, 0o700)
         assert (first / "dashboards").stat().st_uid == os.geteuid()
+        # the published copies: readable by the service's account (its group), by no other local account
+        dashboards = (first / "dashboards").stat()
+        assert (dashboards.st_gid, stat.S_IMODE(dashboards.st_mode)) == (NOBODY.pw_gid, 0o2750)
+        users = tmp_path / "users"
+        _notebook(_gallery(users, "alice", ["app"]) / "app.ipynb")
+        assert live.sync(users, first) == [("alice", "app")]
+        copy = first / "dashboards" / "alice" / "app.ipynb"
+        readers = {}
+        for account in ("nobody", "daemon"):
+            entry = pwd.getpwnam(account)
+            switch = functools.partial(_become, entry.pw_uid, entry.pw_gid)
+            readers[account] = subprocess.run(["/usr/bin/head", "-c1", str(copy)], preexec_fn=switch,
+                                              capture_output=True).returncode
+        assert readers == {"nobody": 0, "daemon": 1}, readers
         assert not first.is_relative_to(tmp_path)  # outside the hub folder
         second = live.make_live_dir(tmp_path, "nobody")  # the next hub start replaces it
         assert not first.exists() and second.is_dir()
     finally:
         shutil.rmtree(Path((tmp_path / "live_dir.txt").read_text().strip()), ignore_errors=True)
+
+
+def _become(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
 
 
 def test_reachable_by_reads_the_permission_bits_along_the_path():

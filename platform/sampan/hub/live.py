@@ -191,7 +191,8 @@ def make_live_dir(hub_dir: Path, user: str | None) -> Path:
         shutil.rmtree(old, ignore_errors=True)
     root = Path(tempfile.mkdtemp(prefix="sampan-live-"))
     root.chmod(0o755)
-    (root / "dashboards").mkdir(mode=0o755)
+    # the published copies: the service's account reads them (its group), no other local account does
+    (root / "dashboards").mkdir(mode=0o700)
     (root / "data").mkdir(mode=0o755)
     (root / "config").mkdir(mode=0o755)
     home = root / "home"
@@ -201,6 +202,8 @@ def make_live_dir(hub_dir: Path, user: str | None) -> Path:
 
         entry = pwd.getpwnam(user)
         os.chown(home, entry.pw_uid, entry.pw_gid)
+        os.chown(root / "dashboards", -1, entry.pw_gid)
+        (root / "dashboards").chmod(0o2750)  # setgid: the learners' folders and copies inside take the group
     pointer.write_text(str(root) + "\n")
     return root
 
@@ -542,10 +545,10 @@ def sync(users_dir: Path, live_dir: Path) -> list[tuple[str, str]]:
         kept.add(copy)
         if copy.is_file() and copy.read_bytes() == data:
             continue
-        copy.parent.mkdir(mode=0o755, exist_ok=True)
+        copy.parent.mkdir(mode=0o750, exist_ok=True)
         tmp = copy.with_name(f".{copy.name}.tmp")
         tmp.write_bytes(data)
-        tmp.chmod(0o644)
+        tmp.chmod(0o640)  # the live service's group (make_live_dir), not every local account
         os.replace(tmp, copy)
     for stale in target.glob("*/*.ipynb"):
         if stale not in kept:

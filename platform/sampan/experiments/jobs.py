@@ -127,11 +127,26 @@ class Job:
         self._end("cancelled", None)
         return self
 
+    def _own_store(self) -> str:
+        """The store the job's run is in: the one recorded when it was submitted, and only if it is this process's
+        store too. ``job.json`` is a file: one planted in the jobs folder (a data folder copied from someone else)
+        must not choose where a plain ``sampan job list`` writes (a SQLite file anywhere) or sends the learner's
+        MLflow token (a server of its author's)."""
+        current = store.tracking_uri()
+        if (self.tracking_uri or current) != current:
+            raise store.StoreError(
+                f"job {self.id} recorded its run in the store {self.tracking_uri!r}, not the current one "
+                f"({current!r}); it is left as it is there. HINT: set {store.TRACKING_ENV} to that store (if it is "
+                "yours) and list the jobs again")
+        if not isinstance(self.run_id, str) or not re.fullmatch(r"[0-9a-f]{32}", self.run_id):
+            raise store.StoreError(f"job {self.id}: {self.run_id!r} is not an MLflow run id")
+        return current
+
     def _end(self, status: str, error: dict | None) -> None:
         self.status, self.ended, self.error = status, _now(), error
         if self.run_id:  # the store first: whoever sees the final state file finds the run ended too
             try:
-                client = store.client(self.tracking_uri or None)
+                client = store.client(self._own_store())
                 if error:
                     client.set_tag(self.run_id, "sampan.error", f"{error.get('ename')}: {error.get('evalue')}")
                 elif "sampan.error" in client.get_run(self.run_id).data.tags:  # a lister wrongly judged it killed
@@ -192,13 +207,13 @@ def _read(folder: Path) -> Job:
 def _alive(pid: int | None, started: float | None) -> bool:
     import psutil
 
-    if not pid:
+    if not pid or started is None:  # never a pid alone: job.json is a file, and any live pid would do
         return False
     try:
         proc = psutil.Process(pid)
-        same = started is None or abs(proc.create_time() - started) < 1.0
+        same = abs(proc.create_time() - float(started)) < 1.0
         return same and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
+    except (psutil.Error, TypeError, ValueError):
         return False
 
 

@@ -202,7 +202,7 @@ def experiment_id(name: str | None = None, uri: str | None = None) -> str:
     c = client(uri)
     found = c.get_experiment_by_name(name)
     if found is not None:
-        return found.experiment_id
+        return _own_artifacts(found, uri)
     try:
         return c.create_experiment(name, artifact_location=artifact_root(uri))
     except MlflowException:  # another worker created it in between
@@ -210,6 +210,27 @@ def experiment_id(name: str | None = None, uri: str | None = None) -> str:
         if found is None:
             raise
         return found.experiment_id
+
+
+def _own_artifacts(experiment: Any, uri: str) -> str:
+    """``experiment``'s id, unless a SQLite store keeps its artifacts outside the store's folder: a store from
+    someone else could name their own server or any folder, and the learner's checkpoints (and MLflow token) would
+    go there. Tracking servers choose their own artifact stores."""
+    db = sqlite_path(uri)
+    if db is None:
+        return experiment.experiment_id
+    location = str(experiment.artifact_location or "")
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(location)
+    local = Path(unquote(parts.path)) if parts.scheme in ("", "file") and not parts.netloc else None
+    if local is not None and local.is_absolute() and local.resolve().is_relative_to(db.parent.resolve()):
+        return experiment.experiment_id
+    raise StoreError(
+        f"The experiment {experiment.name!r} of the store {db} keeps its artifacts at {location!r}, outside the "
+        f"store's folder {str(db.parent)!r}: checkpoints recorded there would be sent to that place (a store from "
+        f"someone else can name its author's server). HINT: record into a store of your own ({TRACKING_ENV}="
+        f"sqlite:///<a new file>), or under another experiment name ({EXPERIMENT_ENV}=<name>)")
 
 
 def search_runs(filter_string: str = "", *, experiment: str | None = None, max_results: int = 1000,

@@ -29,13 +29,15 @@ def _jupyter_server_extension_points():
 
 
 def _alive(pid, started) -> bool:
-    """Whether process ``pid`` lives and is the one started at ``started`` (a pid is reused after its end)."""
+    """Whether process ``pid`` lives and is the one started at ``started`` (a pid is reused after its end; a job
+    without its start time names no process: any live pid, pid 1 say, would keep the server busy for ever)."""
     import psutil
 
+    if started is None:
+        return False
     try:
         proc = psutil.Process(int(pid))
-        return (started is None or abs(proc.create_time() - float(started)) < 1.0) \
-            and proc.status() != psutil.STATUS_ZOMBIE
+        return abs(proc.create_time() - float(started)) < 1.0 and proc.status() != psutil.STATUS_ZOMBIE
     except (psutil.Error, TypeError, ValueError):
         return False
 

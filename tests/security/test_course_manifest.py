@@ -150,3 +150,24 @@ def test_execute_notebook_refuses_a_parameter_name_that_is_code(plain_course, tm
         execute_notebook(str(folder / "lesson.ipynb"), str(out), parameters={"QUICK": True, name: 1},
                          kernel_name="python3", progress_bar=False)
     assert not marker.exists() and not out.exists()
+
+
+def test_path_index_never_rewrites_a_notebook_through_a_link(tmp_path):
+    """A course from elsewhere ships ``index.ipynb`` as a link to another notebook of the learner's (one with the
+    listing markers); ``sampan path index`` rewrote that notebook with the author's listing."""
+    from sampan.errors import UnsafeFileError
+    import json
+
+    from sampan.path.index import BEGIN, END, sync_index_notebook
+
+    victim = tmp_path / "mine" / "index.ipynb"
+    victim.parent.mkdir()
+    text = json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": f"{BEGIN}\nmine\n{END}"}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    victim.write_text(text)
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "index.ipynb").symlink_to(victim)
+    with pytest.raises(UnsafeFileError, match=r"is a link .*HINT: replace the link with the notebook itself"):
+        sync_index_notebook(course / "index.ipynb", course / "path.yaml")
+    assert victim.read_text() == text

@@ -192,6 +192,22 @@ def test_a_report_from_elsewhere_cannot_put_a_script_link_in_the_path_report():
     assert re.findall(r'href="([^"]*)"', page) == ["executed/l4.ipynb"]
 
 
+def test_a_report_link_a_browser_would_read_as_another_place_is_dropped():
+    """Browsers drop leading spaces and control characters and ignore tabs and newlines in a link: " /\\host/x"
+    opens another host, " /etc/passwd" a file of the server's; the check read the raw value and let them through."""
+    from sampan.path.report import render_html
+
+    outputs = [" /etc/passwd", " /\\evil.example/x", "\x01/\\evil.example/x", "\t//evil.example/x",
+               "java\tscript:alert(1)", "\n/etc/passwd", "executed/ok.ipynb"]
+    lessons = [{"lesson": f"l{i}", "stage": "one", "title": f"L{i}", "notebook": f"l{i}.ipynb", "status": "passed",
+                "output": output, "duration_s": 1.0, "reason": "", "error": None, "metrics": []}
+               for i, output in enumerate(outputs)]
+    page = render_html({"mode": "quick", "run_dir": "runs/x", "started": "t0", "finished": "t1", "parameters": {},
+                        "summary": {"passed": len(outputs), "failed": 0, "skipped": 0, "not_run": 0},
+                        "language": "en", "lessons": lessons})
+    assert re.findall(r'href="([^"]*)"', page) == ["executed/ok.ipynb"]
+
+
 @pytest.mark.parametrize("elsewhere", ["nothing yet", "a site built before"])
 def test_a_site_link_in_the_run_folder_cannot_send_the_site_elsewhere(shared_run, tmp_path, elsewhere):
     _, run = shared_run

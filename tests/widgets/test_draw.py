@@ -100,3 +100,16 @@ def test_a_flat_line_is_drawn_across_the_middle():
     assert min(at) < 0.5 < max(at), at
     y = float(re.search(r'points="\d+ (\d+)', svg).group(1)) / 10
     assert abs(y - at[0.5]) < 1 and min(at.values()) + 40 < y < max(at.values()) - 40, (y, at)  # mid-chart
+
+
+def test_a_legend_from_a_huge_run_name_is_cut_in_a_few_steps(monkeypatch):
+    """A shared store's run name can be any length (SQLite does not hold MLflow to 250 characters); cutting it a
+    character at a time, measuring the whole rest each time, took 25 s for 12,000 characters in the kernel."""
+    from sampan_widgets import _draw
+
+    calls = []
+    measure = _draw.text_width
+    monkeypatch.setattr(_draw, "text_width", lambda text: calls.append(len(text)) or measure(text))
+    legends = _legends(svg_lines([{"label": "x" * 20_000, "points": [(1, 1), (2, 2)]}], width=420, height=200))
+    assert legends[0][2].endswith("…") and _drawn_width(legends[0][2]) <= 420
+    assert len(calls) < 20 and max(calls[1:]) < 100, (len(calls), max(calls))

@@ -171,6 +171,7 @@ def _fit(text: str, room: float) -> str:
     """``text``, cut with an ellipsis to what fits in ``room`` pixels."""
     if text_width(text) <= room:
         return text
+    text = text[: int(room // _NARROW) + 1]  # no wider character is narrower: the loop below stays short
     while text and text_width(text + "…") > room:
         text = text[:-1]
     return text + "…"

@@ -113,6 +113,13 @@ def sync_index_notebook(notebook: str | Path, manifest: str | Path | None = None
     """Replaces the listing between the markers in ``notebook``; returns True when it changed."""
     from sampan.utils.io import atomic_write_text
 
+    if Path(notebook).expanduser().is_symlink():  # a course from elsewhere: its index could lead to any notebook
+        from sampan.errors import UnsafeFileError
+
+        raise UnsafeFileError(
+            f"The course index notebook {notebook} is a link (to {Path(notebook).expanduser().readlink()}); "
+            "`sampan path index` rewrites the notebook, and never through a link a course brings along. HINT: "
+            "replace the link with the notebook itself", path=str(notebook))
     notebook = Path(notebook).expanduser().resolve()
     if not notebook.is_file():
         raise FileNotFoundError(

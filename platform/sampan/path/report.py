@@ -158,6 +158,11 @@ def _relative_link(value: Any) -> str:
     (script on a click) or a file of the reader's."""
     if not isinstance(value, str) or not value:
         return ""
+    # as a browser reads it: leading spaces and control characters dropped, tabs and newlines anywhere
+    # (" /\\evil.example/x" would otherwise pass as relative and open another host)
+    value = value.lstrip("".join(map(chr, range(33)))).replace("\t", "").replace("\n", "").replace("\r", "")
+    if not value:
+        return ""
     parts = urlsplit(value)
     if parts.scheme or parts.netloc or value.startswith(("/", "\\")) or ".." in value.replace("\\", "/").split("/"):
         return ""

@@ -220,3 +220,13 @@ def test_an_mnist_gz_that_unpacks_past_its_official_size_is_refused_and_nothing_
         sampan.data.load_dataset("mnist", "test")
     assert info.value.path == str(packed)
     assert os.listdir(folder) == [packed.name]  # no unpacked file, no temporary one
+
+
+def test_an_archive_of_too_many_members_is_refused_before_anything_is_written(tmp_path):
+    """Sizes alone let a bomb of a million empty files through: each takes an inode, and the disk runs out of them
+    long before it runs out of bytes."""
+    archive = _zeros_tar(tmp_path / "a.tar.gz", {f"folder/{i}": 0 for i in range(12)})
+    with pytest.raises(UnsafeFileError, match=r"holds more than 10 files and folders \(up to 'folder/10'\)") as info:
+        extract_tar(archive, tmp_path / "refused", max_members=10)
+    assert info.value.entry == "folder/10" and not (tmp_path / "refused").exists()
+    assert len(list((extract_tar(archive, tmp_path / "data", max_members=12) / "folder").iterdir())) == 12

@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from sampan.errors import DatasetFileError, UnsafeFileError
 
 MAX_UNPACKED_BYTES = 256 * 2**20  # unless told: the official CIFAR-10 python archive unpacks to 178 MiB
+MAX_MEMBERS = 1000  # unless told: the official CIFAR-10 archive holds 8; a million empty files would exhaust inodes
 _OUTSIDE = "which could write outside the data folder"
 
 
@@ -69,7 +70,7 @@ def _fix(archive: str | os.PathLike, origin: str) -> str:
 
 
 def check_tar(archive: str | os.PathLike, only: str | None = None, *, max_bytes: int = MAX_UNPACKED_BYTES,
-              origin: str = "the dataset's site") -> list[tarfile.TarInfo]:
+              origin: str = "the dataset's site", max_members: int = MAX_MEMBERS) -> list[tarfile.TarInfo]:
     """The members of ``archive``; raises :class:`~sampan.errors.UnsafeFileError` naming the first unsafe one
     (with ``only``, also the first outside the folder ``only``; ``./`` members are the archive's own root), or
     the one with which the files add up to more than ``max_bytes``. Headers are read one at a time, so a bomb is
@@ -94,6 +95,11 @@ def check_tar(archive: str | os.PathLike, only: str | None = None, *, max_bytes:
                 if total > max_bytes:
                     raise too_large_error(archive, total, max_bytes, _fix(archive, origin), entry=member.name)
                 members.append(member)
+                if len(members) > max_members:
+                    raise UnsafeFileError(
+                        f"Refusing to unpack {os.fspath(archive)!r}: it holds more than {max_members:,} files and "
+                        f"folders (up to {member.name!r}), which could use up the disk's inodes. HINT: "
+                        f"{_fix(archive, origin)}", path=os.fspath(archive), entry=member.name)
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise DatasetFileError(f"{os.fspath(archive)!r} is not a readable tar archive ({exc}); it is damaged or "
                                f"cut short. HINT: delete it and put a fresh copy from {origin} in "
@@ -102,20 +108,21 @@ def check_tar(archive: str | os.PathLike, only: str | None = None, *, max_bytes:
 
 
 def extract_tar(archive: str | os.PathLike, dest: str | os.PathLike, *, only: str | None = None,
-                max_bytes: int = MAX_UNPACKED_BYTES, origin: str = "the dataset's site") -> Path:
+                max_bytes: int = MAX_UNPACKED_BYTES, origin: str = "the dataset's site",
+                max_members: int = MAX_MEMBERS) -> Path:
     """Extracts ``archive`` into ``dest`` after :func:`check_tar`, with ``tarfile``'s ``"data"`` filter.
 
     Members are written to a temporary folder inside ``dest`` and moved into place when all are out,
     so an interrupted extraction leaves no half-written file. ``only``: the one folder the archive may hold
     (``"cifar-10-batches-py"``); any other member is refused before anything is written. ``max_bytes``: the
-    most the files may add up to; only the checked members are extracted, at their checked sizes. Every
-    unpacked file is dated now.
+    most the files may add up to, ``max_members`` the most files and folders; only the checked members are
+    extracted, at their checked sizes. Every unpacked file is dated now.
 
     Example:
         >>> from sampan.utils.io import data_home
         >>> extract_tar(data_home() / "cifar-10-python.tar.gz", data_home())  # doctest: +SKIP
     """
-    members = check_tar(archive, only, max_bytes=max_bytes, origin=origin)
+    members = check_tar(archive, only, max_bytes=max_bytes, origin=origin, max_members=max_members)
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=dest))

@@ -317,15 +317,7 @@ def test_a_graph_that_writes_a_file_with_plain_aten_ops_is_refused(shared_model,
     target.unlink()
     refused = r"target 'torch\.ops\.aten\.from_file\.default'\" names an operator that takes the string argument " \
               r"'filename'"
-    with pytest.raises(UnsafeFileError, match=refused):
-        sampan.jit.load(shared_model)
-    for backend in ("auto", "pt2"):
-        with pytest.raises(UnsafeFileError, match=refused):
-            sampan.inference.create_predictor(_config(shared_model, backend))
-    from sampan.cli import main
-
-    assert main(["export", f"{shared_model}.pt2", "--format", "onnx", "--output", str(tmp_path / "out")]) == 1
-    assert "from_file" in capsys.readouterr().err
+    _refused_everywhere(shared_model, refused, "from_file", tmp_path, capsys)
     assert not target.exists()
 
 
@@ -462,6 +454,19 @@ def test_a_name_that_torch_pastes_into_generated_code_is_refused(shared_model, t
     assert not marker.exists()
 
 
+def _refused_everywhere(model, refused: str, named: str, tmp_path, capsys) -> None:
+    """``sampan.jit.load``, the predictor (``auto`` and ``pt2``) and ``sampan export`` all refuse ``model``."""
+    from sampan.cli import main
+
+    with pytest.raises(UnsafeFileError, match=refused):
+        sampan.jit.load(model)
+    for backend in ("auto", "pt2"):
+        with pytest.raises(UnsafeFileError, match=refused):
+            sampan.inference.create_predictor(_config(model, backend))
+    assert main(["export", f"{model}.pt2", "--format", "onnx", "--output", str(tmp_path / "out")]) == 1
+    assert named in capsys.readouterr().err
+
+
 def test_aten_internals_that_write_out_of_bounds_are_refused(shared_model):
     """Public-looking tensor arithmetic from aten's internals: a sparse tensor built without index checks, then
     densified, writes a chosen value far outside its buffer (plain torch crashes; a nearer offset corrupts
@@ -527,15 +532,8 @@ def test_an_operator_whose_unsafe_flag_skips_bounds_checks_is_refused(shared_mod
     monkeypatch.setattr(torch.export, "load", never)  # the refusal comes first: nothing is loaded or run
     refused = r"target 'torch\.ops\.aten\.segment_reduce\.default'\" names an operator that takes the argument " \
               r"'unsafe', which turns off its bounds checks"
-    with pytest.raises(UnsafeFileError, match=refused):
-        sampan.jit.load(shared_model)
-    for backend in ("auto", "pt2"):
-        with pytest.raises(UnsafeFileError, match=refused):
-            sampan.inference.create_predictor(_config(shared_model, backend))
-    from sampan.cli import main
-
-    assert main(["export", f"{shared_model}.pt2", "--format", "onnx", "--output", str(tmp_path / "out")]) == 1
-    assert "segment_reduce.default" in capsys.readouterr().err and not (tmp_path / "out.onnx").exists()
+    _refused_everywhere(shared_model, refused, "segment_reduce.default", tmp_path, capsys)
+    assert not (tmp_path / "out.onnx").exists()
 
 
 @pytest.mark.parametrize("value", [{"as_bool": True}, {"as_int": 1}, {"as_bools": [True]}])

@@ -89,3 +89,28 @@ def test_a_planted_embedding_cache_is_not_unpickled(marker, data_home):
     assert torch.equal(ppmi_embeddings(texts, tok, dim=4, window=2), honest)
     assert not marker.exists()
     assert np.load(stored, allow_pickle=False).dtype == np.float32  # replaced by the honest result
+
+
+def test_a_tokenizer_file_with_a_pattern_that_backtracks_for_ever_is_refused(tmp_path):
+    """A tokenizer from someone else names its own regular expression; ``(\\w+\\s?)*$`` takes exponential time on a
+    line of words that ends in a mark, and Python's ``re`` has no time limit: tokenizing one review would hang the
+    kernel. A file's pattern must match in time linear in the text; one built in code is the author's own."""
+    import json
+
+    from sampan.text import Tokenizer, WordTokenizer
+
+    path = tmp_path / "shared.json"
+    tokenizer = WordTokenizer()
+    tokenizer.build_vocab(["a b c"])
+    tokenizer.save(path)
+    text = "word " * 26 + "!"
+    for slow in (r"(\w+\s?)*$", r"(a|aa)*$", r"(\w)\1", "x" * 201):
+        data = json.loads(path.read_text())
+        data["pattern"] = slow
+        path.write_text(json.dumps(data))
+        with pytest.raises(ValueError, match=r"a tokenizer file whose pattern matches in time linear.*"
+                                             r"build the tokenizer in code"):
+            Tokenizer.load(path)
+    data["pattern"] = r"\w+|[^\w\s]"  # what WordTokenizer writes by default loads as before
+    path.write_text(json.dumps(data))
+    assert Tokenizer.load(path).tokenize(text)[-1] == "!"

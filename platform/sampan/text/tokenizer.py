@@ -242,7 +242,56 @@ class Tokenizer:
                                           "load a file written by Tokenizer.save" + (
                                               f" (this one has {unknown})" if unknown else " (no 'vocab')")))
         vocab = Vocab.from_dict(data.pop("vocab"))
+        if "pattern" in data:
+            problem = _slow_pattern(data["pattern"])
+            if problem:
+                raise ValueError(bad_argument("path", str(path), "a tokenizer file whose pattern matches in time "
+                                              "linear in the text", f"its pattern {_brief(data['pattern'])} {problem} "
+                                              "(a file from someone else could hang the kernel on a long text); "
+                                              "build the tokenizer in code with the pattern you want"))
         return kinds[kind](vocab, **data)
+
+
+def _slow_pattern(pattern: Any) -> str | None:
+    """Why a token pattern read from a file could take exponential time on some text (a repeat inside a repeat,
+    alternatives inside a repeat, back-references or look-arounds), or None; Python's ``re`` has no time limit.
+
+    Example:
+        >>> _slow_pattern(r"\\w+|[^\\w\\s]") is None, _slow_pattern(r"(a+)+$")
+        (True, 'repeats a group that repeats or branches')
+    """
+    import re._parser as sre_parse  # the parser behind re.compile
+
+    if not isinstance(pattern, str) or len(pattern) > 200:
+        return "is not a string of at most 200 characters"
+    try:
+        tree = sre_parse.parse(pattern)
+    except re.error as exc:
+        return f"does not compile ({exc})"
+    repeats = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, sre_parse.POSSESSIVE_REPEAT}
+
+    def walk(items, inside_repeat: bool) -> str | None:
+        for op, arg in items:
+            if op in (sre_parse.GROUPREF, sre_parse.GROUPREF_EXISTS, sre_parse.ASSERT, sre_parse.ASSERT_NOT):
+                return "uses a back-reference or a look-around"
+            if op in repeats:
+                low, high, body = arg
+                if inside_repeat and high > 1:
+                    return "repeats a group that repeats or branches"
+                found = walk(body, inside_repeat or high > 1)
+            elif op is sre_parse.BRANCH:
+                if inside_repeat:
+                    return "repeats a group that repeats or branches"
+                found = next((w for branch in arg[1] if (w := walk(branch, inside_repeat))), None)
+            elif op in (sre_parse.SUBPATTERN, sre_parse.ATOMIC_GROUP):
+                found = walk(arg[-1], inside_repeat)
+            else:
+                found = None
+            if found:
+                return found
+        return None
+
+    return walk(tree, False)
 
 
 def _brief(value: Any) -> Any:

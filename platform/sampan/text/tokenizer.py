@@ -260,7 +260,10 @@ def _slow_pattern(pattern: Any) -> str | None:
         >>> _slow_pattern(r"\\w+|[^\\w\\s]") is None, _slow_pattern(r"(a+)+$")
         (True, 'repeats a group that repeats or branches')
     """
-    import re._parser as sre_parse  # the parser behind re.compile
+    try:
+        import re._parser as sre_parse  # the parser behind re.compile (Python 3.11+)
+    except ImportError:  # Python 3.10
+        import sre_parse
 
     if not isinstance(pattern, str) or len(pattern) > 200:
         return "is not a string of at most 200 characters"
@@ -268,7 +271,9 @@ def _slow_pattern(pattern: Any) -> str | None:
         tree = sre_parse.parse(pattern)
     except re.error as exc:
         return f"does not compile ({exc})"
-    repeats = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, sre_parse.POSSESSIVE_REPEAT}
+    # possessive repeats and atomic groups came with Python 3.11
+    repeats = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, getattr(sre_parse, "POSSESSIVE_REPEAT", None)}
+    groups = {sre_parse.SUBPATTERN, getattr(sre_parse, "ATOMIC_GROUP", None)}
 
     def walk(items, inside_repeat: bool) -> str | None:
         for op, arg in items:
@@ -283,7 +288,7 @@ def _slow_pattern(pattern: Any) -> str | None:
                 if inside_repeat:
                     return "repeats a group that repeats or branches"
                 found = next((w for branch in arg[1] if (w := walk(branch, inside_repeat))), None)
-            elif op in (sre_parse.SUBPATTERN, sre_parse.ATOMIC_GROUP):
+            elif op in groups:
                 found = walk(arg[-1], inside_repeat)
             else:
                 found = None

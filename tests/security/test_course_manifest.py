@@ -155,7 +155,6 @@ def test_execute_notebook_refuses_a_parameter_name_that_is_code(plain_course, tm
 def test_path_index_never_rewrites_a_notebook_through_a_link(tmp_path):
     """A course from elsewhere ships ``index.ipynb`` as a link to another notebook of the learner's (one with the
     listing markers); ``sampan path index`` rewrote that notebook with the author's listing."""
-    from sampan.errors import UnsafeFileError
     import json
 
     from sampan.path.index import BEGIN, END, sync_index_notebook

@@ -6,7 +6,8 @@
 #   would reach it. Its role has no `access:servers` (sampan.hub.config.roles).
 # - on one machine, the hook below also counts the learner's running jobs from their files (job.json under the
 #   learner's $SAMPAN_DATA/jobs, with a live process), for a server whose extension was turned off.
-# The culler stays a small process: the sampan modules it loads (sampan.hub.busy, sampan.hub.service) import no torch.
+# The culler stays a small process: the sampan modules it loads (sampan.experiments.jobs, sampan.hub.service) import
+# no torch, NumPy or MLflow.
 import os
 from pathlib import Path
 
@@ -28,9 +29,9 @@ def running_jobs(user, users_dir=None):
     root = users_dir or USERS  # unset on Kubernetes: the jobs live in the learner's pod (its server reports them)
     if not root or not user or "/" in user or user in (".", ".."):
         return 0
-    from sampan.hub.busy import running_jobs as count
+    from sampan.experiments.jobs import running_count
 
-    return count(_job_states(Path(root) / user))
+    return running_count(_job_states(Path(root) / user))
 
 
 async def busy_aware_arbiter(inactive, inactive_limit, server):

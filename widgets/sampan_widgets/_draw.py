@@ -53,12 +53,6 @@ def _thin(points: Sequence[tuple[float, float]], limit: int) -> Sequence[tuple[f
     return list(points[::stride]) + ([points[-1]] if (len(points) - 1) % stride else [])
 
 
-def _fmt(v: float) -> str:
-    if v == 0 or 1e-3 <= abs(v) < 1e5:
-        return f"{v:.4g}"
-    return f"{v:.2e}"
-
-
 def nice_ticks(low: float, high: float, most: int = 5) -> tuple[list[float], list[str]]:
     """Round-number ticks covering ``[low, high]`` (``low < high``): at most ``most`` steps of 1, 2, 2.5 or 5 times
     a power of ten, the first at or below ``low`` and the last at or above ``high``, with short labels that tell

@@ -18,7 +18,7 @@ import uuid
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from sampan.errors import SampanError, bad_argument
 from sampan.experiments import store
@@ -202,6 +202,20 @@ def _read(folder: Path) -> Job:
     """The job in ``folder``; its id is the folder's name (a learner may have renamed the folder)."""
     data = json.loads((folder / "job.json").read_text(encoding="utf-8"))
     return Job(**{k: v for k, v in data.items() if k in Job.__dataclass_fields__ and k != "id"}, id=folder.name)
+
+
+def running_count(states: Iterable[str]) -> int:
+    """How many of these ``job.json`` texts are jobs with status ``running`` whose process lives (the hub's idle
+    culler and a learner's server, :mod:`sampan.hub.busy`, count them without loading a job or MLflow)."""
+    count = 0
+    for text in states:
+        try:
+            job = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(job, dict) and job.get("status") == "running" and _alive(job.get("pid"), job.get("pid_started")):
+            count += 1
+    return count
 
 
 def _alive(pid: int | None, started: float | None) -> bool:

@@ -9,50 +9,22 @@ the result to the hub with the server's own token (scope ``users:activity!user``
 
 So the culler decides from the hub's records alone. It never sends its token to a learner's server: the learner
 controls that process, and a token that opens every server (``access:servers``) would let them into the teacher's.
-This module imports no torch; the culler's hook (``deploy/idle_culler_config.py``) uses :func:`running_jobs`.
+This module imports no torch; jobs are counted by :func:`sampan.experiments.jobs.running_count`, as in the culler's
+hook (``deploy/idle_culler_config.py``).
 
 Example:
     jupyterhub-singleuser --ServerApp.jpserver_extensions=sampan.hub.busy=True
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Iterable
 
 SETTING = "sampan_busy_last_activity"  # ends in _last_activity: jupyter_server's ServerWebApplication.last_activity
 
 
 def _jupyter_server_extension_points():
     return [{"module": "sampan.hub.busy"}]
-
-
-def _alive(pid, started) -> bool:
-    """Whether process ``pid`` lives and is the one started at ``started`` (a pid is reused after its end; a job
-    without its start time names no process: any live pid, pid 1 say, would keep the server busy for ever)."""
-    import psutil
-
-    if started is None:
-        return False
-    try:
-        proc = psutil.Process(int(pid))
-        return abs(proc.create_time() - float(started)) < 1.0 and proc.status() != psutil.STATUS_ZOMBIE
-    except (psutil.Error, TypeError, ValueError):
-        return False
-
-
-def running_jobs(states: Iterable[str]) -> int:
-    """How many of these ``job.json`` texts are jobs with status ``running`` whose process lives."""
-    count = 0
-    for text in states:
-        try:
-            job = json.loads(text)
-        except ValueError:
-            continue
-        if isinstance(job, dict) and job.get("status") == "running" and _alive(job.get("pid"), job.get("pid_started")):
-            count += 1
-    return count
 
 
 def _own_job_states(jobs: Path, limit: int = 1 << 20) -> list[str]:
@@ -82,7 +54,9 @@ def busy_reason(kernel_manager, jobs: Path) -> str | None:
             continue
         if state == "busy":
             return f"kernel {kernel_id} busy"
-    count = running_jobs(_own_job_states(jobs))
+    from sampan.experiments.jobs import running_count
+
+    count = running_count(_own_job_states(jobs))
     return f"{count} job{'s' if count > 1 else ''} running" if count else None
 
 

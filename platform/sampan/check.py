@@ -20,6 +20,7 @@ import torch
 from sampan._version import __version__
 from sampan.errors import first_line
 from sampan.utils.i18n import ljust, tr
+from sampan.utils.imports import python_command
 from sampan.utils.net import free_port
 
 
@@ -279,8 +280,8 @@ def _gloo_allreduce(timeout: float = 60.0) -> str:
         for rank in range(2):
             out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
             logs.append((out, err))
-            procs.append(subprocess.Popen([sys.executable, "-c", _ALLREDUCE_RANK, str(rank), "2", str(port),
-                                           str(timeout)], stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env))
+            procs.append(subprocess.Popen(python_command("-c", _ALLREDUCE_RANK, str(rank), "2", str(port), str(timeout)),
+                                          stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env))
         failed = _wait_ranks(procs, time.monotonic() + timeout)
         texts = [(_read(out), _read(err)) for out, err in logs]
     finally:

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from sampan.cli._args import add_lang_argument, chosen_language, port as port_type
+from sampan.utils.imports import python_command
 
 
 def dashboards() -> dict[str, Path]:
@@ -52,7 +53,7 @@ def command(notebook: Path, *, port: int, open_browser: bool = False) -> list[st
     from sampan.utils.notebooks import VOILA_BOOT, encryption_args
 
     return [
-        sys.executable, "-c", VOILA_BOOT, str(notebook),
+        *python_command("-c", VOILA_BOOT), str(notebook),  # nothing imported from the folder it is started in
         "--Voila.ip=127.0.0.1",
         f"--port={port}",
         f"--Voila.open_browser={open_browser}",

@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 from sampan.cli._args import add_lang_argument, chosen_language, port as port_type
+from sampan.utils.imports import python_command
 
 
 def add_parser(subparsers) -> None:
@@ -161,7 +162,7 @@ def run(args) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"sampan hub: {exc}", file=sys.stderr)
         return 2
-    cmd = [sys.executable, "-m", "jupyterhub", "-f", str(config_file())]
+    cmd = [*python_command("-m", "jupyterhub"), "-f", str(config_file())]
     if args.dry_run:
         print("\n".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items())))
         print(shlex.join(cmd))  # a line to paste into a shell

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from sampan.cli._args import add_lang_argument, chosen_language, port as port_type
+from sampan.utils.imports import python_command
 
 INDEX = "index.ipynb"
 # JupyterLab's defaults as Sampan's learners get them: no "notified about official Jupyter news?" question
@@ -103,7 +104,7 @@ def command(*, port: int, open_browser: bool, lang: str = "en") -> list[str]:
     root = built_course_dir(lang)
     localized = [] if lang == "en" else [f"--LabApp.user_settings_dir={lang_settings_dir(lang)}"]
     return [
-        sys.executable, "-m", "jupyterlab",
+        *python_command("-m", "jupyterlab"),  # nothing imported from the folder it is started in
         f"--ServerApp.root_dir={root}",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",

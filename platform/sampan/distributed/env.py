@@ -4,14 +4,17 @@ torchrun (``sampan launch``), ``spawn`` and ``notebook_launcher`` set ``RANK``,
 ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``; this module
 reads them. On a CUDA machine the group is ``cpu:gloo,cuda:nccl`` so CPU
 tensors (metrics, barriers with timeouts) travel over gloo and GPU tensors over
-NCCL.
+NCCL. The ranks of ``spawn`` meet through a file in the launch's private folder (``$SAMPAN_DIST_STORE_DIR``), and a
+group of one process through an in-memory store: neither opens torch's TCP store, which listens on every interface.
 """
 from __future__ import annotations
 
 import atexit
 import contextlib
 import datetime
+import itertools
 import os
+import stat
 import sys
 import weakref
 from pathlib import Path
@@ -24,6 +27,10 @@ from sampan.errors import SampanError, bad_argument
 
 TIMEOUT_ENV = "SAMPAN_DIST_TIMEOUT"
 NOTES_ENV = "SAMPAN_LAUNCH_NOTES"  # a folder where `sampan launch` collects its ranks' stall diagnoses
+# a private folder (mode 0700) where the ranks of `spawn` / `notebook_launcher` meet through a file store: torch's TCP
+# store listens on every interface of the machine, whatever MASTER_ADDR says, and asks nothing of who connects
+STORE_ENV = "SAMPAN_DIST_STORE_DIR"
+_STORES = itertools.count()  # one file per process group this process makes: every rank makes them in one order
 DEFAULT_TIMEOUT = 300.0  # seconds: a stalled job ends in minutes, not after torch's 30 (gloo) or 10 (NCCL)
 
 
@@ -120,12 +127,35 @@ def init_parallel_env(backend: str | None = None, timeout: float | None = None) 
                 f"WORLD_SIZE={os.environ['WORLD_SIZE']} but MASTER_ADDR/MASTER_PORT are not set. HINT: start the "
                 f"script with `sampan launch --nproc_per_node N script.py` (torchrun), or use "
                 f"sampan.distributed.spawn / notebook_launcher.")
-        kwargs.update(init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+        # a group of one meets nobody: an in-memory store, not a TCP store that any host could connect to
+        kwargs.update(store=dist.HashStore(), rank=0, world_size=1)
+    elif os.environ.get(STORE_ENV):
+        kwargs.update(init_method=_file_store(os.environ[STORE_ENV]), rank=get_rank(), world_size=get_world_size())
     if torch.cuda.is_available():
         torch.cuda.set_device(get_local_rank())
     dist.init_process_group(backend=backend or default_backend(), **kwargs)
     _destroy_at_exit(dist.distributed_c10d._get_default_group())
     return True
+
+
+def _file_store(folder: str) -> str:
+    """The ``file://`` rendezvous of the ranks that ``spawn`` started, in its private folder ``folder``.
+
+    Why not the TCP store that ``MASTER_ADDR`` / ``MASTER_PORT`` describe: torch's store listens on all interfaces
+    (``MASTER_ADDR=127.0.0.1`` only says where the ranks connect) and has no authentication, so another user of the
+    machine, or another host, could read and rewrite the addresses through which the ranks connect, and the ranks
+    unpickle what they exchange (``all_gather_object``). A file in a folder only this user may enter is reachable
+    by no one else. A file store must be new for each group: the n-th group of every rank uses file n (named after
+    the job's port too: a job that a rank starts in turn inherits the variable, with a port of its own)."""
+    try:
+        info = os.stat(folder, follow_symlinks=False)
+    except OSError:
+        info = None
+    if info is None or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise DistributedError(f"{STORE_ENV}={folder!r} is not a private folder of this user (a folder, owned by "
+                               f"uid {os.getuid()}, mode 0700): another user could reach the ranks' store there. "
+                               f"HINT: unset {STORE_ENV}; sampan.distributed.spawn sets it to a folder it creates.")
+    return Path(folder, f"store-{os.environ.get('MASTER_PORT', '')}-{next(_STORES)}").as_uri()
 
 
 def _destroy_at_exit(group: Any) -> None:

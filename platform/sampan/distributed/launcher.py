@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import sys
 import tempfile
 import time
 import traceback
@@ -25,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from sampan.distributed.env import TIMEOUT_ENV, DistributedError, free_port
+from sampan.distributed.env import STORE_ENV, TIMEOUT_ENV, DistributedError, free_port
 from sampan.errors import bad_argument, check_int
 from sampan.utils.imports import require
 
@@ -46,9 +47,14 @@ def _worker(local_rank: int, payload: bytes, nprocs: int, port: int, threads: in
         if environ is not None:  # forkserver: the launcher's environment now, not the server's when it started
             os.environ.clear()
             os.environ.update(environ)
+        # the ranks meet through a file in result_dir (STORE_ENV: init_parallel_env), never torch's TCP store, which
+        # listens on every interface for anyone; MASTER_ADDR / MASTER_PORT serve a fn that calls torch's own
+        # init_process_group. gloo's own connections stay on the loopback interface: every rank is on this machine
         os.environ.update(RANK=str(local_rank), LOCAL_RANK=str(local_rank), WORLD_SIZE=str(nprocs),
                           LOCAL_WORLD_SIZE=str(nprocs), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                          OMP_NUM_THREADS=str(threads))
+                          OMP_NUM_THREADS=str(threads), **{STORE_ENV: result_dir})
+        if sys.platform.startswith("linux") and Path("/sys/class/net/lo").exists():
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
         if timeout is not None:
             os.environ[TIMEOUT_ENV] = str(timeout)
         torch.set_num_threads(threads)
@@ -148,6 +154,8 @@ def _run(fn: Callable, args: Sequence, nprocs: int | None, *, threads: int | Non
         multiprocessing.set_forkserver_preload(list(_PRELOAD))  # read only when the server starts
         environ = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="sampan-spawn-") as result_dir:
+        if start_method == "forkserver":
+            _start_forkserver(result_dir)
         context = torch.multiprocessing.start_processes(
             _worker, args=(payload, nprocs, free_port(), threads, result_dir, timeout, environ), nprocs=nprocs,
             join=False, start_method=start_method)
@@ -158,6 +166,29 @@ def _run(fn: Callable, args: Sequence, nprocs: int | None, *, threads: int | Non
                 if path:
                     Path(path).unlink(missing_ok=True)
         return [_load_result(Path(result_dir, f"{r}.pkl")) for r in range(nprocs)]
+
+
+def _start_forkserver(private_dir: str) -> None:
+    """Starts multiprocessing's fork server, unless it runs, with ``private_dir`` (mode 0700) as its working folder.
+
+    The server is ``python -c ...``, which puts its working folder first on ``sys.path``, before the standard
+    library and site-packages, as it imports ``multiprocessing`` and preloads torch and sampan. Started from this
+    process's folder, a ``torch.py`` or ``multiprocessing/`` that another user left there (``cd /tmp``, a class's
+    shared folder) would run as this user, although the script being run lives elsewhere. The ranks it forks
+    still work in this process's folder (multiprocessing sends it with each rank); the folder is removed after
+    the launch, and a removed folder holds no module."""
+    import multiprocessing.forkserver
+
+    try:
+        here = os.getcwd()
+    except OSError:  # this process's folder was removed: it holds no module either
+        multiprocessing.forkserver.ensure_running()
+        return
+    os.chdir(private_dir)
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        os.chdir(here)
 
 
 def _join(context: Any, result_dir: str, start_method: str) -> None:

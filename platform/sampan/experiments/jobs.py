@@ -22,6 +22,7 @@ from typing import Any, Iterable
 
 from sampan.errors import SampanError, bad_argument
 from sampan.experiments import store
+from sampan.utils.imports import python_command
 
 FINAL = ("finished", "failed", "killed", "cancelled")
 STARTUP_GRACE = 60.0  # seconds a job may have no process yet (submit writes its state, then starts the process)
@@ -263,7 +264,7 @@ def submit(notebook: str | os.PathLike, parameters: dict[str, Any] | None = None
     job.run_id = _start_run(job)
     _write(job)  # "starting": a lister does not judge it before the process is recorded below
     with open(job.log_file, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-c", _MAIN, str(job.folder)], stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(python_command("-c", _MAIN, str(job.folder)), stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, cwd=str(Path(notebook).resolve().parent),
                                 env={**os.environ, store.TRACKING_ENV: uri, "SAMPAN_PARENT_RUN": job.run_id,
                                      store.NOTEBOOK_ENV: job.notebook},

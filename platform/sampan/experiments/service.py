@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from sampan.utils.imports import python_command
+
 SWITCH_ENV = "SAMPAN_RECORDER_SERVICE"
 IDLE_ENV = "SAMPAN_RECORDER_IDLE"
 IDLE_S = 300.0  # seconds without a request before the service exits
@@ -130,7 +132,7 @@ def _start(folder: Path, path: Path) -> socket.socket:
         # the launcher forks the service off and exits once it listens: the service is no child of this process
         # (stopping a job's process tree, or a kernel's, must not stop the service that every process shares)
         try:
-            started = subprocess.run([sys.executable, "-m", "sampan.experiments.service", str(path)],
+            started = subprocess.run(python_command("-m", "sampan.experiments.service", str(path)),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      close_fds=True, timeout=START_WAIT_S).returncode == 0
         except subprocess.TimeoutExpired:

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 import traceback
@@ -24,6 +23,7 @@ from typing import Any, Callable, Literal
 from sampan.errors import SampanError, bad_argument, check_int
 from sampan.experiments import store
 from sampan.experiments.space import parse_space, suggest
+from sampan.utils.imports import python_command
 
 STORAGE_ENV = "SAMPAN_SWEEP_STORAGE"
 TRIAL_ENV = "SAMPAN_SWEEP_TRIAL"
@@ -487,5 +487,5 @@ def _spawn_worker(cfg: dict, trials: int, index: int) -> subprocess.Popen:
     """A worker process (its output in ``worker-<i>.log`` of the sweep's folder)."""
     env = {**os.environ, store.TRACKING_ENV: store.tracking_uri()}
     with open(Path(cfg["out_dir"]) / f"worker-{index}.log", "ab") as log:
-        return subprocess.Popen([sys.executable, "-c", _WORKER, json.dumps(cfg), str(trials)],
+        return subprocess.Popen(python_command("-c", _WORKER, json.dumps(cfg), str(trials)),
                                 stdout=log, stderr=subprocess.STDOUT, env=env)

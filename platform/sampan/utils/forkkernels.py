@@ -57,6 +57,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sampan.utils.imports import python_command
+
 _log = logging.getLogger("sampan.forkkernels")
 
 FORK_KERNELS_ENV = "SAMPAN_FORK_KERNELS"
@@ -325,12 +327,16 @@ class _Client:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.owner = os.getpid()
         self.lock = threading.Lock()
+        # python_command: the server imports zmq, numpy, torch... from site-packages, never from this process's
+        # folder, where another user may have left a module (`cd /tmp`, a class's shared folder). Not with -P: the
+        # kernels forked from the server would keep the flag, and IPython then leaves their notebook's folder off
+        # sys.path; without it each kernel gets that folder from IPython, as a kernel started anew does
         code = f"from sampan.utils.forkkernels import serve; serve({theirs.fileno()})"
         env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
         if hash_seed is not None:
             env["PYTHONHASHSEED"] = hash_seed
         self.hash_seed = hash_seed
-        self.process = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()],
+        self.process = subprocess.Popen(python_command("-c", code, safe_path_flag=False), pass_fds=[theirs.fileno()],
                                         stdin=subprocess.DEVNULL, env=env)
         theirs.close()
         self.conn = ours

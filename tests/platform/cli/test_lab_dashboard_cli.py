@@ -17,7 +17,7 @@ def test_lab_command_binds_localhost_with_a_token_on_the_index(capsys):
 
     assert main(["lab", "--dry-run", "--no-browser", "--port", "0", "--lang", "en"]) == 0
     cmd = capsys.readouterr().out.split()
-    assert cmd[1:3] == ["-m", "jupyterlab"]
+    assert cmd[1:4] == ["-P", "-m", "jupyterlab"]  # -P: nothing imported from the folder it starts in
     assert "--ServerApp.ip=127.0.0.1" in cmd and not any("token" in w.lower() for w in cmd)  # env: tests/security
     assert f"--ServerApp.root_dir={built_course_dir('en')}" in cmd  # notebooks/ built in English
     assert "--LabApp.default_url=/lab/tree/index.ipynb" in cmd and "--ServerApp.open_browser=False" in cmd
@@ -37,7 +37,7 @@ def test_lab_makes_up_a_random_token(monkeypatch):
 def test_dashboard_command_spells_out_voila_security(capsys):
     assert main(["dashboard", "digit_playground", "--dry-run", "--port", "0"]) == 0
     cmd = shlex.split(capsys.readouterr().out)  # a line to paste into a shell
-    assert cmd[1:3] == ["-c", VOILA_BOOT] and cmd[3].endswith("dashboards/digit_playground.ipynb")  # built: test_lang_lab
+    assert cmd[1:4] == ["-P", "-c", VOILA_BOOT] and cmd[4].endswith("dashboards/digit_playground.ipynb")  # built: test_lang_lab
     for flag in ("--Voila.ip=127.0.0.1", "--VoilaConfiguration.strip_sources=True",
                  "--VoilaConfiguration.show_tracebacks=False", "--Voila.open_browser=False"):
         assert flag in cmd
@@ -109,7 +109,7 @@ def test_dry_runs_print_a_command_that_pastes_into_a_shell(spaced, tmp_path, cap
 
     assert main(["lab", "--dry-run", "--no-browser", "--port", "0", "--lang", "en"]) == 0
     cmd = shlex.split(capsys.readouterr().out)
-    assert cmd[:3] == [spaced, "-m", "jupyterlab"] and f"--ServerApp.root_dir={built_course_dir('en')}" in cmd
+    assert cmd[:4] == [spaced, "-P", "-m", "jupyterlab"] and f"--ServerApp.root_dir={built_course_dir('en')}" in cmd
 
     assert main(["publish", "--serve", "--dry-run", "--port", "0"]) == 0
     cmd = shlex.split(capsys.readouterr().out.strip().splitlines()[-1])
@@ -119,5 +119,5 @@ def test_dry_runs_print_a_command_that_pastes_into_a_shell(spaced, tmp_path, cap
 
     assert main(["hub", "--dry-run", "--dir", str(tmp_path / "my hub"), "--port", "8123"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert shlex.split(lines[-1])[:3] == [spaced, "-m", "jupyterhub"]
+    assert shlex.split(lines[-1])[:4] == [spaced, "-P", "-m", "jupyterhub"]
     assert f"SAMPAN_HUB_DIR={tmp_path / 'my hub'}" in [w for line in lines[:-1] for w in shlex.split(line)]

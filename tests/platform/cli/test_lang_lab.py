@@ -66,9 +66,9 @@ def test_lab_dry_run_in_each_language(monkeypatch, tmp_path, capsys):
 def test_dashboard_in_chinese_serves_the_chinese_build(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("SAMPAN_DATA", str(tmp_path))
     assert main(["dashboard", "digit_playground", "--dry-run", "--port", "0", "--lang", "zh"]) == 0
-    cmd = shlex.split(capsys.readouterr().out)  # [python, -c, VOILA_BOOT, notebook, ...]
-    assert cmd[3] == str(tmp_path / "courses" / "zh" / "dashboards" / "digit_playground.ipynb")
+    cmd = shlex.split(capsys.readouterr().out)  # [python, -P, -c, VOILA_BOOT, notebook, ...]
+    assert cmd[4] == str(tmp_path / "courses" / "zh" / "dashboards" / "digit_playground.ipynb")
     assert main(["dashboard", "digit_playground", "--dry-run", "--port", "0", "--lang", "en"]) == 0
-    assert shlex.split(capsys.readouterr().out)[3] == str(tmp_path / "courses" / "en" / "dashboards" /
+    assert shlex.split(capsys.readouterr().out)[4] == str(tmp_path / "courses" / "en" / "dashboards" /
                                                           "digit_playground.ipynb")
     assert not (tmp_path / "courses").exists()  # a dry run builds nothing

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import platform
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -96,10 +97,11 @@ def record_artifact(prefix: Path, fmt: Format, *, specs: list[InputSpec], output
     path = meta_path(prefix)
     inputs = [s.to_dict() for s in specs]
     meta: dict[str, Any] = {}
-    if path.exists():
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+    if path.exists() or path.is_symlink():
+        try:  # a link or a device where the meta file goes is never read: the new file replaces it
+            check_in_folder(path, prefix, entry=path.name)
+            meta = json.loads(read_meta_bytes(path).decode("utf-8"))
+        except (OSError, ValueError):  # UnsafeFileError is a ValueError
             meta = {}
     if meta.get("inputs") != inputs or meta.get("outputs") != output_names or meta.get("torch") != torch.__version__ \
             or meta.get("weights") != weights:
@@ -126,6 +128,46 @@ def record_artifact(prefix: Path, fmt: Format, *, specs: list[InputSpec], output
     return atomic_write_json(path, meta)
 
 
+MAX_META_BYTES = 16 << 20  # a meta file holds a few KiB (a quantized model's layout record included)
+
+
+def check_in_folder(file: Path, prefix: Path, *, entry: str) -> None:
+    """Refuses ``file`` unless it is a regular file inside the folder of ``prefix``, followed through links.
+
+    A model folder from someone else may hold links (git and tar keep them) and, from a tar, pipes and device
+    files. Its meta file or model file as a link to ``/dev/zero`` or ``/dev/urandom`` would be read for ever (the
+    meta file into memory until the machine runs out), a pipe would block the opening for ever, and a link to a
+    file elsewhere would make Sampan read outside the folder it was given. Links that stay inside the folder
+    (``mlp.pt2 -> v2/mlp.pt2``) and a folder reached through a link (``out -> /data/out``) are fine."""
+    folder = prefix.parent.resolve()
+    target = file.resolve()
+    fix = ("HINT: ask for the model's files themselves (plain files, not links), all in one folder, or export "
+           "the model again yourself.")
+    if not target.is_relative_to(folder):
+        raise UnsafeFileError(f"Refusing {os.fspath(file)!r}: it is a link to {os.fspath(target)!r}, outside the "
+                              f"model's folder {os.fspath(folder)!r}. {fix}", path=os.fspath(file), entry=entry)
+    try:
+        mode = os.stat(target).st_mode
+    except OSError as exc:
+        raise MissingModelError(f"Cannot read {os.fspath(file)!r}: {exc}. HINT: export the model again.",
+                                path=os.fspath(file)) from exc
+    if not stat.S_ISREG(mode):
+        raise UnsafeFileError(f"Refusing {os.fspath(file)!r}: it is not a regular file (a device, pipe, socket or "
+                              f"folder), and reading it may never end. {fix}", path=os.fspath(file), entry=entry)
+
+
+def read_meta_bytes(path: Path) -> bytes:
+    """The bytes of a meta file (checked by :func:`check_in_folder`), refused above :data:`MAX_META_BYTES`: it holds
+    no checksum of its own, so its size is whatever the sender made it."""
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_META_BYTES + 1)
+    if len(data) > MAX_META_BYTES:
+        raise UnsafeFileError(f"Refusing the metadata file {os.fspath(path)!r}: it is larger than "
+                              f"{MAX_META_BYTES >> 20} MiB, and Sampan's are a few KiB. HINT: export the model again.",
+                              path=os.fspath(path), entry=path.name)
+    return data
+
+
 def read_metadata(prefix: Path) -> dict[str, Any]:
     """Reads and validates ``prefix.meta.json``; errors say which file and what to do."""
     path = meta_path(prefix)
@@ -134,8 +176,10 @@ def read_metadata(prefix: Path) -> dict[str, Any]:
             f"No exported model at {os.fspath(prefix)!r}: the metadata file {os.fspath(path)!r} does not exist. "
             "HINT: export first with sampan.jit.save(layer, path, input_spec=[...]) (or `sampan export`), "
             "and pass the same path without the suffix.", path=os.fspath(path))
+    check_in_folder(path, prefix, entry=path.name)
+    data = read_meta_bytes(path)  # its refusal is an UnsafeFileError (a ValueError): not "corrupt" below
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta = json.loads(data.decode("utf-8"))
         inputs = [InputSpec.from_dict(d) for d in meta["inputs"]]
         version = int(meta["format_version"])
         meta["artifacts"]
@@ -170,6 +214,7 @@ def check_artifact(prefix: Path, meta: dict[str, Any], fmt: Format) -> Path:
         raise MissingModelError(f"The {fmt} model file {os.fspath(file)!r} listed in "
                                 f"{os.fspath(meta_path(prefix))!r} does not exist. HINT: export the model again.",
                                 path=os.fspath(file))
+    check_in_folder(file, prefix, entry=fmt)
     if sha256(file) != entry["sha256"]:
         raise CheckpointError(f"The {fmt} model file {os.fspath(file)!r} is corrupt or was modified after export: "
                               "its sha256 does not match the metadata. HINT: export the model again.",

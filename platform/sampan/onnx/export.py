@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sampan.errors import SampanError, first_line
+from sampan.errors import SampanError, UnsafeFileError, first_line
 from sampan.jit import _artifacts as art
 from sampan.jit._specs import (export_dynamic_shapes, flatten_outputs, prepare_examples, run_on_examples,
                                specs_or_static)
@@ -25,13 +25,40 @@ from sampan.utils.modes import eval_mode
 
 
 def ort_session(path: str | os.PathLike, *, threads: int | None = None, providers: Sequence[str] | None = None):
-    """An ``onnxruntime.InferenceSession`` on ``path`` (CPU unless ``providers`` says otherwise)."""
+    """An ``onnxruntime.InferenceSession`` on ``path`` (CPU unless ``providers`` says otherwise).
+
+    Its settings are the ones given here, never the model's own (:func:`refuse_model_config`)."""
     ort = require("onnxruntime")
+    refuse_model_config(path)
     options = ort.SessionOptions()
     if threads:
         options.intra_op_num_threads = int(threads)
     return ort.InferenceSession(os.fspath(path), sess_options=options,
                                 providers=list(providers or ["CPUExecutionProvider"]))
+
+
+_MODEL_CONFIG_SWITCH = "ORT_LOAD_CONFIG_FROM_MODEL"
+
+
+def refuse_model_config(path: str | os.PathLike) -> None:
+    """Refuses a model that carries ONNX Runtime session settings while ONNX Runtime would apply them.
+
+    With ``ORT_LOAD_CONFIG_FROM_MODEL=1`` in the environment, ONNX Runtime reads the ``ort_config`` entry of the
+    model's metadata and applies its ``session_options`` over the caller's: a model from someone else would turn on
+    profiling (ONNX Runtime then writes ``onnxruntime_profile_*.json`` into the current folder, outside the
+    model's) and pick the session's thread counts. ONNX Runtime has no switch to ignore the entry short of the
+    variable (asking it not to read the model's config while the variable is set is an error), so such a file is
+    refused. The model is parsed only while the variable is set."""
+    if os.environ.get(_MODEL_CONFIG_SWITCH) != "1":
+        return
+    onnx = require("onnx")
+    model = onnx.load(os.fspath(path), load_external_data=False)
+    if any(prop.key == "ort_config" for prop in model.metadata_props):
+        raise UnsafeFileError(
+            f"Refusing {os.fspath(path)!r}: its metadata holds ONNX Runtime session settings ('ort_config'), which "
+            f"ONNX Runtime applies because {_MODEL_CONFIG_SWITCH}=1 is set; they can write profiling files outside "
+            f"the model's folder. HINT: unset {_MODEL_CONFIG_SWITCH} (Sampan sets the session's options itself), "
+            "or ask for the model without that entry.", path=os.fspath(path), entry="ort_config")
 
 
 def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSpec] | None = None, *,

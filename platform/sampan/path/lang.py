@@ -18,6 +18,7 @@ Example:
 """
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import re
@@ -82,15 +83,70 @@ def build_notebook(nb: Mapping, lang: str, nav: str | None = None) -> dict:
     """
     lang = normalize_language(lang)
     out = copy.deepcopy(dict(nb))
-    out["cells"] = [c for c in out["cells"] if cell_language(c) in (None, lang)]
+    cells = [(i, c) for i, c in enumerate(out["cells"]) if cell_language(c) in (None, lang)]
+    out["cells"] = [c for _, c in cells]
     table, strings = comment_table(nb, lang), string_table(nb, lang)
-    for cell in out["cells"]:
+    for i, cell in cells:
         if nav is not None and _GENERATED in (cell.get("metadata") or {}).get("tags", []):
             cell["source"] = nav
         elif (table or strings) and cell.get("cell_type") == "code":
-            cell["source"] = translate_strings(translate_comments(_source(cell), table), strings)
+            source = _source(cell)
+            built = translate_strings(translate_comments(source, table), strings)
+            problem = _translation_problem(source, built) if built != source else None
+            if problem:
+                from sampan.errors import UnsafeFileError
+
+                raise UnsafeFileError(
+                    f"The translations in metadata.sampan.comments.{lang} / metadata.sampan.strings.{lang} change "
+                    f"what code cell {i} does, not only its words: {problem}. A translation may replace a comment's "
+                    "text (one line) or a string literal (by another with the same f-string fields), nothing else: "
+                    f"code hidden in the metadata would run in the {lang} course without being seen in the "
+                    "notebook. HINT: fix the entry that touches this cell (check_bilingual lists what is wrong).",
+                    entry=f"cells[{i}]")
+            cell["source"] = built
     out.setdefault("metadata", {}).setdefault("sampan", {})["language"] = lang
     return out
+
+
+# What IPython (str.splitlines) ends a line at besides "\n": a translation must not start a line of its own, where
+# a "!" or "%" would run as a shell command or magic although Python sees a comment or a string.
+_OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def _translation_problem(source: str, built: str) -> str | None:
+    """Why ``built`` (a code cell with its comments and strings translated) does something ``source`` does not, or
+    None: its shell and magic lines must be the same, and its Python the same but for the text of its strings
+    (an f-string's fields included, in any order), so a translation cannot run code of its own."""
+    if source.lstrip().startswith("%%"):
+        return "it is a cell magic (not Python), whose text is run as it is"
+    if any(built.count(ch) != source.count(ch) for ch in _OTHER_BREAKS):
+        return "it adds a line break other than \\n (IPython starts a new line there)"
+
+    def magics(code: str) -> list[str]:
+        return [line for line in code.split("\n") if line.lstrip().startswith(("%", "!"))]
+
+    if magics(built) != magics(source):
+        return "it changes a shell (!) or magic (%) line"
+    trees = []
+    for code in (source, built):
+        masked = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n"))
+        try:
+            trees.append(ast.dump(_WordsBlanked().visit(ast.parse(masked))))
+        except SyntaxError as exc:
+            return f"{'it' if code is built else 'the cell before translation'} does not parse as Python ({exc.msg})"
+    return None if trees[0] == trees[1] else "its Python differs in more than the text of its strings"
+
+
+class _WordsBlanked(ast.NodeTransformer):
+    """A tree with every string's text left out (an f-string keeps its fields, sorted): two cells that differ only
+    in the words they show give the same tree."""
+
+    def visit_Constant(self, node: Any) -> Any:
+        return ast.JoinedStr(values=[]) if isinstance(node.value, str) else node
+
+    def visit_JoinedStr(self, node: Any) -> Any:
+        fields = [self.visit(v) for v in node.values if isinstance(v, ast.FormattedValue)]
+        return ast.JoinedStr(values=sorted(fields, key=ast.dump))
 
 
 # The code cells are shared; their comments are written in English and translated in the notebook's metadata,
@@ -319,8 +375,25 @@ def build_course(lang: str, dest: str | Path, source: str | Path | None = None) 
         rel = file.relative_to(source)
         if file.is_dir() or any(p.startswith(".") for p in rel.parts) or "__pycache__" in rel.parts:
             continue
+        _refuse_link_out(source, file, rel)
         build_file(file, dest / rel, lang, nav=navs.get(file.resolve()))
     return dest
+
+
+def _refuse_link_out(source: Path, file: Path, rel: Path) -> None:
+    """A course from elsewhere may ship ``notes.txt`` as a link to ``~/.ssh/id_rsa``: copying follows it, and the
+    built course (on a hub, every learner's copy: :func:`sampan.hub.course.sync_course`, which skips links, gets
+    a plain file) would hold the key. A link whose target lies inside the course folder is copied as its file."""
+    from sampan.errors import UnsafeFileError
+
+    if not file.is_symlink():
+        return
+    target = file.resolve()
+    if not target.is_relative_to(source.resolve()):
+        raise UnsafeFileError(
+            f"The course folder {str(source)!r} holds {rel.as_posix()!r}, a link to {str(target)!r} outside it: "
+            "building the course would copy that file into the built course (and every learner's copy). "
+            "HINT: replace the link with the file itself, or remove it.", path=str(source), entry=rel.as_posix())
 
 
 def _nav_lines(manifest: Path, lang: str) -> dict[Path, str]:

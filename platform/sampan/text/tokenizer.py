@@ -30,6 +30,9 @@ from sampan.utils.io import atomic_write_json
 __all__ = ["CharTokenizer", "Tokenizer", "Vocab", "WordTokenizer"]
 
 _FORMAT = "sampan.vocab"
+# The longest character n-gram a tokenizer file may ask for: tokenizing n characters builds n tokens of up to
+# ``ngram`` characters each, so a file with ngram=10**9 made one 100,000-character text take 10 GB.
+MAX_FILE_NGRAM = 16
 
 
 class Vocab:
@@ -242,6 +245,13 @@ class Tokenizer:
                                           "load a file written by Tokenizer.save" + (
                                               f" (this one has {unknown})" if unknown else " (no 'vocab')")))
         vocab = Vocab.from_dict(data.pop("vocab"))
+        ngram = data.get("ngram", 1)
+        if isinstance(ngram, bool) or not isinstance(ngram, int) or not 1 <= ngram <= MAX_FILE_NGRAM:
+            raise ValueError(bad_argument("path", str(path), f"a tokenizer file whose ngram is an int from 1 to "
+                                          f"{MAX_FILE_NGRAM}", f"its ngram {_brief(ngram)} makes the token at each "
+                                          "character that many characters long, so a text of n characters takes "
+                                          "up to n x ngram (a file from someone else could freeze the kernel on a "
+                                          "long text); build the tokenizer in code with the ngram you want"))
         if "pattern" in data:
             problem = _slow_pattern(data["pattern"])
             if problem:

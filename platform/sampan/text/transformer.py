@@ -17,8 +17,10 @@ Example:
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -201,6 +203,39 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, *, rate: float
     return torch.where(chosen & (roll >= 0.8) & (roll < 0.9), draws, inputs), labels
 
 
+_LAYER_KEY = re.compile(r"encoder\.layers\.(0|[1-9][0-9]*)\.(.+)")
+
+
+def _config_beyond_weights(config: TransformerConfig, state: Any) -> str | None:
+    """Why ``config`` describes a network larger than the weights ``state`` saved with it, or None.
+
+    The network is built from the config before the weights are copied in, so a zoo file of a few KB whose config
+    says ``layers=10**8`` (hours of building) or ``vocab_size=2**20, dim=2**14`` (64 GB, touched as it is
+    initialised) would freeze the kernel. Each tensor the config implies must be in ``state`` with its shape, and
+    each saved tensor must hold bytes of its own (no two views of one buffer, no stride-0 broadcasts), so the
+    network never takes more memory than the file's weights already do."""
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        return "comes with a state_dict that is not a dict of tensors"
+    with torch.device("meta"):  # shapes only: nothing is allocated
+        template = CharTransformer(replace(config, layers=1)).state_dict()
+    outer = {k: v.shape for k, v in template.items() if not k.startswith("encoder.layers.")}
+    per_layer = {k.removeprefix("encoder.layers.0."): v.shape for k, v in template.items() if k not in outer}
+    if len(state) != len(outer) + config.layers * len(per_layer):
+        return (f"implies {len(outer) + config.layers * len(per_layer)} tensors, but the file holds {len(state)}")
+    for key, tensor in state.items():
+        layer = _LAYER_KEY.fullmatch(key)
+        expected = (per_layer.get(layer.group(2)) if int(layer.group(1)) < config.layers else None) if layer else \
+            outer.get(key)
+        if expected is None or tensor.shape != expected:
+            return (f"does not imply the file's tensor {key!r}" if expected is None else
+                    f"implies {key!r} of shape {tuple(expected)}, but the file's is {tuple(tensor.shape)}")
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in state.values()}
+    if sum(t.numel() * t.element_size() for t in state.values()) > sum(storages.values()):
+        return "comes with tensors that repeat the same bytes (shared or broadcast storage)"
+    return None
+
+
 def _zoo_file(name: str) -> Path:
     if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
         raise ValueError(bad_argument("name", name, "a plain zoo name such as 'char-transformer-zh'"))
@@ -247,7 +282,12 @@ def load_pretrained(name: str) -> tuple[CharTransformer, CharTokenizer]:
         saved = torch.load(path, map_location="cpu", weights_only=True)
         if saved.get("format") != _FORMAT:
             raise ValueError(f"format {saved.get('format')!r}, expected {_FORMAT!r}")
-        encoder = CharTransformer(TransformerConfig(**saved["config"]))
+        config = TransformerConfig(**saved["config"])
+        problem = _config_beyond_weights(config, saved["state_dict"])
+        if problem:
+            raise ValueError(f"its config {asdict(config)} {problem}; building that network would take memory (or "
+                             "time) the file does not hold. HINT: load only weights written by save_pretrained")
+        encoder = CharTransformer(config)
         encoder.load_state_dict(saved["state_dict"])
     except Exception as exc:  # truncated, another format or another architecture
         raise CheckpointError(f"Cannot read the pretrained Transformer {path}: {exc}", path=str(path)) from exc

@@ -182,7 +182,11 @@ def read_metadata(prefix: Path) -> dict[str, Any]:
         meta = json.loads(data.decode("utf-8"))
         inputs = [InputSpec.from_dict(d) for d in meta["inputs"]]
         version = int(meta["format_version"])
-        meta["artifacts"]
+        artifacts = meta["artifacts"]
+        if not isinstance(artifacts, dict) or not all(isinstance(e, dict) and isinstance(e.get("file"), str)
+                                                      and isinstance(e.get("device", "cpu"), str)
+                                                      for e in artifacts.values()):
+            raise TypeError("'artifacts' must map each format to {'file': ..., 'sha256': ..., 'device': ...}")
     except (ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(f"The metadata file {os.fspath(path)!r} is corrupt ({exc!r}). "
                               "HINT: export the model again.", path=os.fspath(path)) from exc

@@ -99,6 +99,18 @@ def test_unknown_metadata_version_and_garbage_metadata(exported_lenet, tmp_path)
         sampan.jit.load(prefix)
 
 
+@pytest.mark.parametrize("artifacts", [["pt2"], {"pt2": "copy.pt2"}, {"aoti": {"file": "copy.aoti.pt2", "device": 5}}],
+                         ids=["a-list", "a-bare-name", "a-numeric-device"])
+def test_a_malformed_artifacts_table_is_called_corrupt(exported_lenet, tmp_path, artifacts):
+    from sampan.inference import Config, create_predictor
+
+    prefix, meta = _copy_export(exported_lenet, tmp_path)
+    (tmp_path / "copy.meta.json").write_text(json.dumps({**meta, "artifacts": artifacts}))
+    for opening in (sampan.jit.load, lambda p: create_predictor(Config(str(p)))):  # not an AttributeError inside
+        with pytest.raises(CheckpointError, match=r"copy.meta.json' is corrupt .*'artifacts' must map each format"):
+            opening(prefix)
+
+
 def test_save_needs_an_input_spec_and_a_known_format(tmp_path):
     with pytest.raises(ValueError, match=r"Expected `input_spec` to be a list of sampan.InputSpec"):
         sampan.jit.save(lenet(), tmp_path / "x")

@@ -20,6 +20,17 @@ def resolve_mode(mode: str, monitor: str) -> str:
     return "max" if maximise else "min"
 
 
+def _number(name: str, value: object) -> float:
+    """``float(value)`` for a number (NumPy scalars and 0-d tensors included); a string or another object is
+    refused by name rather than with float()'s "could not convert string to float"."""
+    try:
+        if isinstance(value, (str, bytes, bool)):
+            raise TypeError(type(value).__name__)
+        return float(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(bad_argument(name, value, "a number", f"write {name}=0.01, without quotes")) from None
+
+
 class BestTracker:
     """Tracks the best value of ``logs[monitor]`` with a ``min_delta`` margin."""
 
@@ -28,8 +39,9 @@ class BestTracker:
             raise ValueError(bad_argument("monitor", monitor, "a logged name such as 'eval_loss' or 'eval_acc'"))
         self.monitor = monitor
         self.mode = resolve_mode(mode, monitor)
-        self.min_delta = abs(float(min_delta))
-        self._initial = float(baseline) if baseline is not None else math.inf if self.mode == "min" else -math.inf
+        self.min_delta = abs(_number("min_delta", min_delta))
+        self._initial = (_number("baseline", baseline) if baseline is not None else
+                         math.inf if self.mode == "min" else -math.inf)
         self.best = self._initial
         self._warned = False
 

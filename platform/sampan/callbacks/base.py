@@ -79,6 +79,12 @@ class CallbackList:
     def __init__(self, callbacks: Iterable[Callback] = ()):
         self.callbacks = list(callbacks)
         for cb in self.callbacks:
+            if isinstance(cb, type) and issubclass(cb, Callback):
+                raise TypeError(
+                    f"Expected every item of `callbacks` to be a sampan.callbacks.Callback instance. "
+                    f"Received: {cb.__name__}, a class. HINT: create the callback: {cb.__name__}(), with its "
+                    f"arguments, e.g. callbacks=[EarlyStopping(monitor='eval_loss', patience=2)]."
+                )
             if not isinstance(cb, Callback):
                 raise TypeError(
                     f"Expected every item of `callbacks` to be a sampan.callbacks.Callback. "

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from sampan.callbacks.base import Callback
+from sampan.errors import bad_argument
 
 
 class CSVLogger(Callback):
@@ -23,6 +24,8 @@ class CSVLogger(Callback):
 
     def __init__(self, path: str | os.PathLike, separator: str = ",", append: bool = False):
         super().__init__()
+        if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+            raise TypeError(bad_argument("path", path, "the CSV file to write", "write CSVLogger('runs/log.csv')"))
         self.path = Path(path)
         self.separator = separator
         self.append = append

@@ -43,7 +43,24 @@ class LRScheduler(Callback):
         self._last_step = None
 
     def on_train_begin(self, logs=None):
+        self._check_optimizer()
         self._last_step = self.model.global_step
+
+    def _check_optimizer(self) -> None:
+        """A scheduler over another optimizer (one left from an earlier notebook cell) would change nothing."""
+        prepared = getattr(self.model, "_optimizer", None)
+        mine = getattr(self.scheduler, "optimizer", None)
+        if prepared is None or mine is None or mine is prepared:
+            return
+        own = {id(p) for g in prepared.param_groups for p in g["params"]}
+        own |= {id(p) for p in self.model.network.parameters()}
+        if any(id(p) in own for g in mine.param_groups for p in g["params"]):
+            return
+        raise ValueError(bad_argument(
+            "scheduler", self.scheduler, f"a scheduler over the prepared optimizer ({type(prepared).__name__}); "
+            f"this one steps another optimizer ({type(mine).__name__}), so the learning rate would never change",
+            "build the scheduler from the optimizer given to model.prepare(): opt = torch.optim.SGD(net.parameters(), "
+            "0.1); model.prepare(opt, ...); LRScheduler(torch.optim.lr_scheduler.StepLR(opt, 10))"))
 
     def on_train_batch_end(self, step, logs=None):
         if self.by_step and not self._plateau and self.model.global_step != self._last_step:

@@ -31,6 +31,9 @@ class ModelCheckpoint(Callback):
     def __init__(self, save_dir: str | os.PathLike = "checkpoints", save_freq: int = 1, monitor: str | None = None,
                  mode: Mode = "auto", save_best_only: bool = False, save_final: bool = True):
         super().__init__()
+        if not isinstance(save_dir, (str, os.PathLike)) or not str(save_dir).strip():
+            raise TypeError(bad_argument("save_dir", save_dir, "a folder for the checkpoints",
+                                         "write ModelCheckpoint('checkpoints')"))
         if not isinstance(save_freq, int) or save_freq < 0:
             raise ValueError(bad_argument("save_freq", save_freq, "an int >= 0 (epochs between checkpoints)"))
         if save_best_only and not monitor:
@@ -44,6 +47,7 @@ class ModelCheckpoint(Callback):
         self.saved: list[Path] = []
 
     def on_train_begin(self, logs=None):
+        _check_folder(self.save_dir)  # now, not after the first epoch's training
         if self.tracker is not None and self.model.epoch == 0:  # a new run: its first epoch may be the best
             self.tracker.reset()
 
@@ -66,3 +70,12 @@ class ModelCheckpoint(Callback):
     def load_state_dict(self, state: dict) -> None:
         if self.tracker is not None:
             self.tracker.load_state_dict(state.get("tracker", {}))
+
+
+def _check_folder(save_dir: Path) -> None:
+    """Raises when ``save_dir``, or the nearest part of it that exists, is a file: no checkpoint could be written."""
+    existing = next((p for p in (save_dir, *save_dir.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "is a file" if existing == save_dir else f"is inside {existing}, which is a file"
+        raise ValueError(bad_argument("save_dir", str(save_dir), f"a folder for checkpoints, but it {where}",
+                                      "pass a folder name that is not taken, e.g. save_dir='checkpoints'"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from sampan.callbacks.base import Callback
+from sampan.errors import bad_argument
 from sampan.utils.i18n import tr
 
 
@@ -36,8 +37,13 @@ class ProgressBar(Callback):
 
     def __init__(self, verbose: int = 1, log_freq: int = 10, mininterval: float | None = None):
         super().__init__()
+        if not isinstance(verbose, int) or verbose < 0:  # Paddle's ProgBarLogger also takes 3 (shown as 2)
+            raise ValueError(bad_argument("verbose", verbose, "0, 1 or 2 (0 silent, 1 progress bars, 2 one line "
+                                          "per epoch)", "pass verbose=1, or verbose=0 for no output"))
+        if not isinstance(log_freq, int):
+            raise ValueError(bad_argument("log_freq", log_freq, "an int (steps between updates)", "pass log_freq=10"))
         self.verbose = verbose
-        self.log_freq = max(1, int(log_freq))
+        self.log_freq = max(1, log_freq)
         if mininterval is None:
             mininterval = 0.2 if sys.stderr.isatty() else 2.0
         self.mininterval = mininterval

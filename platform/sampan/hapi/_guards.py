@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
@@ -41,6 +42,31 @@ def check_optimizer_owns(network: torch.nn.Module, optimizer: Any, loss: Any = N
         f"{len(params)} parameter tensor(s) belong to it, so fit() would train nothing",
         "build the optimizer from the same network you give to Model: "
         "net = MyNet(); model = sampan.Model(net); model.prepare(torch.optim.Adam(net.parameters()), ...)"))
+
+
+def check_not_array_pair(data: Any, argument: str) -> None:
+    """Raises when ``data`` is ``[x, y]`` / ``(x, y)``: whole arrays of inputs and labels, as Keras takes them.
+
+    A list is a dataset of samples to torch, so ``fit([x, y])`` saw two samples (``x`` and ``y``) and failed
+    in the DataLoader's collate with "stack expects each tensor to be equal size". Arrays whose first
+    dimensions agree but whose shapes differ cannot be samples of one dataset: they are columns.
+
+    Example:
+        >>> check_not_array_pair([(torch.zeros(3), 1), (torch.ones(3), 0)], "train_data")  # samples: fine
+    """
+    if not isinstance(data, (list, tuple)) or not 2 <= len(data) <= 8:
+        return
+    if not all(isinstance(a, (torch.Tensor, np.ndarray)) and a.ndim >= 1 for a in data):
+        return
+    shapes = [tuple(a.shape) for a in data]
+    rows = {s[0] for s in shapes}
+    if len(rows) != 1 or len(set(shapes)) == 1 or next(iter(rows)) <= len(data):
+        return
+    names = ", ".join(f"{type(a).__name__} of shape {list(s)}" for a, s in zip(data, shapes))
+    raise TypeError(bad_argument(
+        argument, _Shown(f"{type(data).__name__}[{names}]"), "a Dataset of samples, not (inputs, labels) arrays "
+        "(a list is read as a list of samples, so these would be " + str(len(data)) + " samples)",
+        "wrap the arrays: torch.utils.data.TensorDataset(torch.as_tensor(x), torch.as_tensor(y))"))
 
 
 class _Shown(str):

@@ -73,12 +73,21 @@ def check_specs(specs: list[InputSpec] | None, items: Sequence[Any], what: str) 
         spec.check(item, where=f"{what}[{i}]")
 
 
+_ELEMENTWISE = (torch.nn.MSELoss, torch.nn.L1Loss, torch.nn.SmoothL1Loss, torch.nn.HuberLoss)
+
+
 def check_labels_for_loss(loss_fn: Any, outputs: Any, labels: Sequence[Any]) -> None:
-    """Catches the commonest label mistake before torch's terse message: float class indices."""
-    if not isinstance(loss_fn, (torch.nn.CrossEntropyLoss, torch.nn.NLLLoss)) or not labels:
+    """Catches the commonest label mistakes before torch's terse message (float class indices) or a silent
+    wrong loss (regression labels that broadcast against the outputs)."""
+    if not labels:
         return
     out = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
     y = labels[0]
+    if isinstance(loss_fn, _ELEMENTWISE):
+        _check_same_shape(loss_fn, out, y)
+        return
+    if not isinstance(loss_fn, (torch.nn.CrossEntropyLoss, torch.nn.NLLLoss)):
+        return
     if isinstance(y, torch.Tensor) and isinstance(out, torch.Tensor) and y.is_floating_point() and y.ndim == out.ndim - 1:
         raise ValueError(
             f"Expected `labels` to be int64 class indices for {type(loss_fn).__name__}. Received: labels of dtype "
@@ -93,6 +102,25 @@ def check_labels_for_loss(loss_fn: Any, outputs: Any, labels: Sequence[Any]) -> 
             f"sample from the Dataset (int(label) rather than [label]) or use y.squeeze(-1); see "
             f"docs/MIGRATING_FROM_PADDLE.md (Labels)."
         )
+
+
+def _check_same_shape(loss_fn: Any, out: Any, y: Any) -> None:
+    """Outputs ``[N, 1]`` and labels ``[N]`` broadcast to an ``[N, N]`` loss: it trains, on the wrong number."""
+    if not isinstance(y, torch.Tensor) or not isinstance(out, torch.Tensor) or y.shape == out.shape:
+        return
+    try:
+        spread = torch.Size(torch.broadcast_shapes(out.shape, y.shape))
+    except RuntimeError:
+        return  # torch refuses it itself, and explain_failure words that
+    if spread.numel() <= max(out.numel(), y.numel()):
+        return
+    fix = ("return labels shaped like the outputs from the Dataset (e.g. y.unsqueeze(-1) or "
+           "torch.tensor([value])), or reshape the outputs with out.squeeze(-1)")
+    raise ValueError(
+        f"Expected `labels` of the outputs' shape {list(out.shape)} for {type(loss_fn).__name__}. Received: labels "
+        f"of shape {list(y.shape)}, which broadcast against the outputs to {list(spread)}: "
+        f"every output would be compared with every label. HINT: {fix}."
+    )
 
 
 def explain_failure(exc: Exception, stage: str, inputs: Sequence[Any], labels: Sequence[Any],

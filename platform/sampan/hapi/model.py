@@ -77,8 +77,9 @@ class Model:
     def __init__(self, network: torch.nn.Module, inputs: InputSpec | Sequence[InputSpec] | None = None,
                  labels: InputSpec | Sequence[InputSpec] | None = None):
         if not isinstance(network, torch.nn.Module):
-            raise TypeError(bad_argument("network", network, "a torch.nn.Module",
-                                         "wrap your function in an nn.Module subclass"))
+            fix = (f"create the network first: Model({network.__name__}(...)), not the class"
+                   if isinstance(network, type) else "wrap your function in an nn.Module subclass")
+            raise TypeError(bad_argument("network", network, "a torch.nn.Module", fix))
         self.network = network
         self._loop = loop.LoopState(train_net=network, eval_net=network)
         self.inputs = as_specs(inputs, "inputs")
@@ -126,6 +127,9 @@ class Model:
                                          "write torch.optim.Adam(network.parameters(), lr=1e-3)"))
         if loss is not None and not callable(loss):
             raise TypeError(bad_argument("loss", loss, "a callable such as torch.nn.CrossEntropyLoss()"))
+        if isinstance(loss, type) and issubclass(loss, torch.nn.Module):  # calling the class builds a module
+            raise TypeError(bad_argument("loss", loss, "a loss module instance, not its class",
+                                         f"add the brackets: loss={loss.__name__}()"))
         if grad_clip is not None and (not isinstance(grad_clip, (int, float)) or grad_clip <= 0):
             raise ValueError(bad_argument("grad_clip", grad_clip, "a positive float (max global gradient norm)"))
         self._accumulate_steps = check_int("accumulate_steps", accumulate_steps)
@@ -175,6 +179,7 @@ class Model:
         if not isinstance(data, Dataset) and not (hasattr(data, "__getitem__") and hasattr(data, "__len__")):
             raise TypeError(bad_argument(argument, data, "a torch Dataset or DataLoader",
                                          "wrap tensors with torch.utils.data.TensorDataset(x, y)"))
+        _guards.check_not_array_pair(data, argument)
         if loop.length(data) == 0:
             raise ValueError(bad_argument(argument, data, "a dataset with at least one sample (len 0 received)",
                                           "check the split name and the data directory"))
@@ -349,6 +354,7 @@ class Model:
                           f"train {epochs} more.", UserWarning, stacklevel=5)  # the user, above fit
 
     def _check_has_labels(self, data: Any, argument: str) -> None:
+        _guards.check_not_array_pair(data, argument)  # before its first "sample" is judged
         _guards.check_has_labels(data, argument, n_inputs=self._n_inputs, n_labels=self._n_labels,
                                  loss=self._loss, metrics=self._metrics)
 
@@ -557,6 +563,9 @@ class Model:
         Example:
             >>> model.load("checkpoints/final", reset_optimizer=True)  # doctest: +SKIP
         """
+        if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+            raise ValueError(bad_argument("path", path, "the path of a checkpoint written by model.save()",
+                                          "write model.load('checkpoints/final')"))
         payload = _payload if _payload is not None else ckpt.load_checkpoint(path, map_location=self.device)
         target = str(ckpt.checkpoint_file(path))
         load_optimizer = self._optimizer is not None and payload.get("optimizer") and not reset_optimizer

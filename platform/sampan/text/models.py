@@ -30,6 +30,21 @@ def _as_batch(name: str, ids: torch.Tensor) -> torch.Tensor:
     return ids.unsqueeze(0) if ids.dim() == 1 else ids
 
 
+def _check_ids_fit(name: str, ids: torch.Tensor, embedding: nn.Embedding, size_name: str) -> None:
+    """Ids outside ``[0, vocab_size)`` would fail inside ``nn.Embedding`` with "index out of range in self" (on a
+    GPU, a device-side assert that spoils the process): name the id and the table's size instead."""
+    if ids.numel() == 0 or torch.compiler.is_compiling():
+        return
+    low, high = (int(v) for v in torch.aminmax(ids))
+    rows = embedding.num_embeddings
+    if low >= 0 and high < rows:
+        return
+    bad = high if high >= rows else low
+    raise ValueError(bad_argument(name, f"<ids up to {high}, from {low}>", f"token ids in [0, {size_name}={rows})",
+                                  f"build the network with {size_name}=len(tokenizer.vocab) of the tokenizer that "
+                                  f"encoded these ids (id {bad} is outside the table)"))
+
+
 class TextCNN(nn.Module):
     """Kim (2014) convolutional sentence classifier: embeddings, parallel 1-D convolutions, max over time.
 
@@ -83,8 +98,11 @@ class TextCNN(nn.Module):
         """Logits ``[B, num_classes]`` of ids ``[B, L]``; one text's ids ``[L]`` (``tok.encode(text)``) give
         ``[1, num_classes]``."""
         ids = _as_batch("ids", ids)
+        _check_ids_fit("ids", ids, self.embedding, "vocab_size")
         if ngram_ids is not None:
             ngram_ids = _as_batch("ngram_ids", ngram_ids)
+            if self.ngram_embedding is not None:
+                _check_ids_fit("ngram_ids", ngram_ids, self.ngram_embedding, "ngram_vocab_size")
         x = self.embedding(ids)
         if (ngram_ids is None) != (self.ngram_embedding is None):
             raise ValueError(bad_argument(
@@ -158,6 +176,7 @@ class BiGRU(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, num_classes]`` of ids ``[B, L]``; one text's ids ``[L]`` give ``[1, num_classes]``."""
         ids = _as_batch("ids", ids)
+        _check_ids_fit("ids", ids, self.embedding, "vocab_size")
         lengths = (ids != self.padding_idx).sum(dim=1).clamp(min=1)
         packed = nn.utils.rnn.pack_padded_sequence(
             self.embedding(ids), lengths.cpu(), batch_first=True, enforce_sorted=False)

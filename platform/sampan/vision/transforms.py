@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 from torchvision.transforms import v2
-from torchvision.transforms.v2 import Compose, Lambda, RandomApply, RandomChoice
+from torchvision.transforms.v2 import Lambda, RandomApply, RandomChoice
 
 from sampan.errors import bad_argument
 
@@ -54,6 +54,24 @@ __all__ = [
     "Transpose",
     "v2",
 ]
+
+
+class Compose(v2.Compose):
+    """torchvision's ``v2.Compose`` (Paddle's ``Compose``): applies ``transforms`` in order. A transform given
+    as a class (``ToTensor`` for ``ToTensor()``) is refused here, by name, rather than when the first image
+    meets it.
+
+    Example:
+        >>> from sampan.vision.transforms import Compose, Normalize, ToTensor
+        >>> t = Compose([ToTensor(), Normalize(mean=0.5, std=0.5)])
+    """
+
+    def __init__(self, transforms: Sequence[Any]):
+        for t in transforms if isinstance(transforms, Sequence) else ():
+            if isinstance(t, type):
+                raise TypeError(bad_argument("transforms", transforms, f"transform instances; {t.__name__} is a "
+                                             "class", f"create it: {t.__name__}(), with its arguments"))
+        super().__init__(transforms)
 
 
 def _image_array(image: np.ndarray, transform: str) -> np.ndarray:
@@ -132,8 +150,13 @@ class Transpose:
 
 
 def _check_format(data_format: str) -> None:
-    if data_format not in ("CHW", "HWC"):
-        raise ValueError(bad_argument("data_format", data_format, "'CHW' or 'HWC'", "pass data_format='CHW'"))
+    if isinstance(data_format, str) and data_format in ("CHW", "HWC"):
+        return
+    fix = ("pass data_format='CHW'" if isinstance(data_format, str) else  # an image, as in ToTensor(img)
+           "create the transform, then call it on the image: ToTensor()(image)")
+    shown = f"<{type(data_format).__name__} of shape {list(data_format.shape)}>" if hasattr(data_format, "shape") \
+        else data_format
+    raise ValueError(bad_argument("data_format", shown, "'CHW' or 'HWC'", fix))
 
 
 def _float32(image: torch.Tensor) -> torch.Tensor:

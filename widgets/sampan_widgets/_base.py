@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import base64
+import math
 from typing import Any, Callable
 
 import ipywidgets as W
+
+from sampan.errors import bad_argument
 
 
 class Panel(W.VBox):
@@ -21,6 +24,27 @@ class Panel(W.VBox):
         for child in list(self.children):
             child.close()
         super().close()
+
+
+def check_number(name: str, value: Any, *, fix: str, zero_ok: bool = False) -> float:
+    """``value`` when it is a finite real number greater than 0 (at least 0 with ``zero_ok``), not a bool nor a
+    string of digits; else a ValueError naming ``name``.
+
+    Example:
+        >>> from sampan_widgets._base import check_number
+        >>> check_number("refresh_s", 2, fix="pass refresh_s=2")
+        2
+    """
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not (number and (value >= 0 if zero_ok else value > 0)):
+        expected = "a number >= 0" if zero_ok else "a number greater than 0"
+        raise ValueError(bad_argument(name, value, expected, fix))
+    return value
+
+
+def check_size(name: str, value: Any, default: int) -> float:
+    """A chart's ``width`` or ``height``: a number of pixels greater than 0."""
+    return check_number(name, value, fix=f"pass {name}={default} (pixels)")
 
 
 def in_kernel() -> bool:

@@ -12,6 +12,34 @@ from sampan_widgets._draw import COLORS, new_figure, to_png
 from sampan_widgets._i18n import tr
 
 
+def _is_number(value: Any) -> bool:
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_arguments(make_model: Any, lr: Any, batch_sizes: Any, epochs: Any) -> None:
+    """ExperimentPanel's arguments, each refused with a message naming it (not a slider's TraitError)."""
+    from sampan.errors import bad_argument
+
+    if not callable(make_model):
+        raise ValueError(bad_argument("make_model", make_model, "a function lr -> a prepared sampan.Model",
+                                      "pass the function itself, e.g. ExperimentPanel(make_model, train_set)"))
+    ok = isinstance(lr, (tuple, list)) and len(lr) == 3 and all(_is_number(v) and v > 0 for v in lr)
+    if not (ok and lr[0] < lr[1] and lr[0] <= lr[2] <= lr[1]):
+        raise ValueError(bad_argument("lr", lr, "(min, max, value): three numbers > 0 with min < max and the value "
+                                      "between them", "pass lr=(1e-4, 1.0, 1e-2)"))
+    sizes = list(batch_sizes) if isinstance(batch_sizes, (tuple, list, range)) else None
+    if not sizes or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in sizes):
+        raise ValueError(bad_argument("batch_sizes", batch_sizes, "a non-empty list of ints >= 1",
+                                      "pass batch_sizes=(16, 32, 64)"))
+    ints = isinstance(epochs, (tuple, list)) and len(epochs) == 3 and all(
+        isinstance(e, int) and not isinstance(e, bool) for e in epochs)
+    if not (ints and 1 <= epochs[0] <= epochs[2] <= epochs[1]):
+        raise ValueError(bad_argument("epochs", epochs, "(min, max, value): three ints with 1 <= min <= value <= max",
+                                      "pass epochs=(1, 10, 2)"))
+
+
 class ExperimentPanel(Drawn):
     """Launches short fits from sliders and overlays every run's loss (and eval loss) per epoch.
 
@@ -35,6 +63,7 @@ class ExperimentPanel(Drawn):
                  epochs: tuple[int, int, int] = (1, 10, 2), fit_kwargs: dict | None = None) -> None:
         import math
 
+        _check_arguments(make_model, lr, batch_sizes, epochs)
         self._embedded = False
         self.make_model, self.train_data, self.eval_data = make_model, train_data, eval_data
         self.fit_kwargs = dict(fit_kwargs or {})

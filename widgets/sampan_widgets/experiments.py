@@ -15,7 +15,7 @@ import ipywidgets as W
 from sampan.errors import bad_argument, first_line
 from sampan.experiments import compare
 from sampan.experiments.store import StoreError
-from sampan_widgets._base import Drawn, Panel, in_kernel, png_bundle
+from sampan_widgets._base import Drawn, Panel, check_number, check_size, in_kernel, png_bundle
 from sampan_widgets._draw import COLORS, literal, new_figure, svg_lines, to_png
 from sampan_widgets._i18n import tr
 
@@ -38,6 +38,24 @@ def _cell(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
+def _check_arguments(filter_string: Any, metric: Any, select: Any, max_runs: Any, refresh_s: Any, width: Any,
+                     height: Any) -> None:
+    """RunCompare's arguments, each refused with a message naming it before anything is drawn."""
+    from sampan.errors import check_int
+
+    if not isinstance(filter_string, str):
+        raise ValueError(bad_argument("filter_string", filter_string, "a string in MLflow's search syntax",
+                                      "pass e.g. \"metrics.eval_acc > 0.9\", or \"\" for every run"))
+    if metric is not None and not isinstance(metric, str):
+        raise ValueError(bad_argument("metric", metric, "a metric name, or None for the first one the runs logged",
+                                      "pass metric=\"eval_acc\""))
+    check_int("select", select, fix="pass select=5 (runs selected at first)")
+    check_int("max_runs", max_runs, fix="pass max_runs=200")
+    check_number("refresh_s", refresh_s, fix="pass refresh_s=2.0 (seconds between refreshes)")
+    check_size("width", width, 420)
+    check_size("height", height, 240)
+
+
 class RunCompare(Drawn):
     """Compare recorded runs in a notebook or a Voilà dashboard.
 
@@ -56,6 +74,7 @@ class RunCompare(Drawn):
 
     def __init__(self, filter_string: str = "", *, metric: str | None = None, select: int = 5, max_runs: int = 200,
                  sweep: Any = None, refresh_s: float = 2.0, width: int = 420, height: int = 240) -> None:
+        _check_arguments(filter_string, metric, select, max_runs, refresh_s, width, height)
         self.filter_string, self.max_runs, self.width, self.height = filter_string, max_runs, width, height
         self.error: str | None = None  # why the last refresh failed (the runs before it are kept)
         self.error_source: str | None = None  # "filter" (MLflow cannot search it) or "store" (cannot be opened)

@@ -11,7 +11,7 @@ import ipywidgets as W
 
 from sampan.callbacks.base import Callback
 from sampan.errors import bad_argument
-from sampan_widgets._base import Drawn, Panel, in_kernel, png_bundle
+from sampan_widgets._base import Drawn, Panel, check_number, check_size, in_kernel, png_bundle
 from sampan_widgets._draw import COLORS, new_figure, svg_lines, to_png
 from sampan_widgets._i18n import tr
 
@@ -65,9 +65,17 @@ class LiveCurves(Callback, Drawn):
             raise ValueError(bad_argument("budget", budget, "a share of the CPU time greater than 0 and at most 1",
                                           "pass budget=0.002 (the default), or budget=1 to redraw at max_fps "
                                           "whatever a redraw costs"))
+        check_number("max_interval", max_interval, fix="pass max_interval=2.0 (seconds, the default)")
+        check_size("width", width, 340)
+        check_size("height", height, 200)
+        if static not in ("auto", True, False):
+            raise ValueError(bad_argument("static", static, "'auto', True or False",
+                                          "pass static=True to always show the final picture, or leave it out"))
         if isinstance(metrics, str):  # one name, not its letters
             metrics = [metrics]
-        if metrics is not None and not all(isinstance(m, str) for m in metrics):
+        if metrics is not None and hasattr(metrics, "__iter__"):
+            metrics = list(metrics)
+        if metrics is not None and not (isinstance(metrics, list) and all(isinstance(m, str) for m in metrics)):
             raise ValueError(bad_argument("metrics", metrics, "a metric name or a list of names",
                                           "pass metrics=['acc'], or leave it out to plot every metric"))
         self.metrics = list(metrics) if metrics is not None else None

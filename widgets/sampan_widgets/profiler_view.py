@@ -97,6 +97,14 @@ class ProfilerView(Drawn):
 
     def __init__(self, *, steps: int = 10, warmup: int = 2, row_limit: int = 20,
                  trace_path: str = "sampan_trace.json") -> None:
+        from sampan.errors import bad_argument, check_int
+        from sampan.profiler.report import _check_steps
+
+        _check_steps(steps, warmup)  # refused here, not at the first profile
+        check_int("row_limit", row_limit, fix="pass row_limit=20 (operators shown)")
+        if not isinstance(trace_path, str) or not trace_path.strip():
+            raise ValueError(bad_argument("trace_path", trace_path, "a file name ending in .json",
+                                          "pass trace_path=\"sampan_trace.json\""))
         self.steps, self.warmup, self.row_limit = steps, warmup, row_limit
         self._trace_path = trace_path  # the author's choice: the one name in the box that may name a folder
         self.report: ProfileReport | None = None

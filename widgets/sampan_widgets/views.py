@@ -81,6 +81,9 @@ class DatasetBrowser(Drawn):
                  columns: int = 8) -> None:
         if not isinstance(per_page, int) or per_page < 1:
             raise ValueError(f"Expected `per_page` to be an int >= 1. Received: per_page={per_page!r}.")
+        from sampan.errors import check_int
+
+        check_int("columns", columns, fix="pass columns=8 (pictures per row)")
         self._embedded = False
         self.dataset, self.per_page, self.columns = dataset, per_page, columns
         self.classes = list(classes) if classes is not None else list(getattr(dataset, "classes", []) or [])

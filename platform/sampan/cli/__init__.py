@@ -79,6 +79,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _innermost(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The parser of the deepest command named in ``argv`` (``sampan path run`` -> the ``run`` parser)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = next((a for a in argv if a in action.choices), None)
+            if chosen is not None:
+                return _innermost(action.choices[chosen], argv[argv.index(chosen) + 1:])
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -95,7 +105,10 @@ def _main(argv: list[str], command: str | None) -> int:
     if argv[:1] == ["launch"]:
         return int(_load("launch").main(argv[1:]) or 0)
     parser = build_parser(only=command if command in COMMANDS else "")
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # said by the (sub)command that was given them, with its usage, not by `sampan` itself
+        given = _innermost(parser, argv)
+        given.error(f"unrecognized arguments: {' '.join(extras)}; see `{given.prog} --help`")
     if args.command is None:
         parser.print_help()
         return 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 
 
 def add_parser(sub) -> None:
@@ -27,9 +28,26 @@ def _suite(name: str):
                          f"HINT: install Sampan with its widgets (pip install -e .), or run another suite.") from exc
 
 
+def _json_problem(file: str | None) -> str | None:
+    from pathlib import Path
+
+    from sampan.errors import bad_argument
+
+    if file is None:
+        return None
+    path = Path(file).expanduser()
+    why = ("it is a folder" if path.is_dir() else
+           f"its folder {str(path.parent)!r} does not exist" if not path.parent.is_dir() else None)
+    return why and bad_argument("--json", file, "a file to write the figures to", f"{why}; pass e.g. --json bench.json")
+
+
 def run(args) -> int:
     from sampan.bench import SUITES
 
+    problem = _json_problem(args.json)
+    if problem:  # said before the suites run for minutes, not after
+        print(f"sampan bench: {problem}", file=sys.stderr)
+        return 2
     suites = [args.suite] if args.suite else list(SUITES)
     results = {}
     for suite in suites:

@@ -84,11 +84,14 @@ def _list(args) -> int:
     from sampan.path import load_path, load_progress
 
     from sampan.path.lang import lesson_title
+    from sampan.path.progress import damaged_progress
     from sampan.path.report import message
 
     lang = chosen_language(args)
     path = load_path(args.manifest)
     progress = load_progress()
+    for problem in damaged_progress():
+        print(f"sampan path: warning: {problem}", file=sys.stderr)
     total = len(path.lessons)
     done = sum(1 for x in path.lessons if progress.get(x.id, {}).get("status") == "passed")
     print(message("list_header", lang, title=path.text("title", lang), done=done, total=total, file=path.file))
@@ -128,10 +131,11 @@ def _run(args) -> int:
 def _index(args) -> int:
     from pathlib import Path
 
-    from sampan.path import default_manifest
+    from sampan.path import default_manifest, load_path
     from sampan.path.index import sync_index_notebook
 
     manifest = (Path(args.manifest) if args.manifest else default_manifest()).resolve()
+    load_path(manifest, check_files=False)  # a missing or broken manifest is named, not the index beside it
     target = manifest.parent / "index.ipynb"
     print(f"{target}: {'updated' if sync_index_notebook(target, manifest) else 'already in sync'}")
     return 0

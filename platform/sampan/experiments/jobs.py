@@ -248,13 +248,15 @@ def submit(notebook: str | os.PathLike, parameters: dict[str, Any] | None = None
         >>> job = submit("notebooks/01-beginner/first_model.ipynb", {"QUICK": True})  # doctest: +SKIP
         >>> print(job.wait().logs())  # doctest: +SKIP
     """
-    from sampan.experiments.sweeps import check_kernel, check_notebook_space
+    from sampan.experiments.sweeps import check_kernel, check_notebook_file, check_notebook_space
 
+    if parameters is not None and not isinstance(parameters, dict):
+        raise ValueError(bad_argument("parameters", parameters, "a dict of parameter name -> value, or None",
+                                      "write submit(notebook, {\"epochs\": 20, \"lr\": 0.01})"))
     parameters = dict(parameters or {})
+    check_notebook_file(notebook)
     if parameters:
         check_notebook_space(notebook, parameters, "job")
-    elif not Path(notebook).is_file():
-        raise FileNotFoundError(bad_argument("notebook", str(notebook), "an existing .ipynb file"))
     check_kernel(notebook, kernel)
     uri = store.check_writable()
     job = Job(id=f"{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}",

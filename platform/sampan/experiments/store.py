@@ -251,6 +251,7 @@ def search_runs(filter_string: str = "", *, experiment: str | None = None, max_r
     """
     from sampan.experiments.recorder import flush
 
+    order_by = _check_search_arguments(filter_string, max_results, order_by)
     flush()
     c = client(uri)
     found = c.get_experiment_by_name(experiment or os.environ.get(EXPERIMENT_ENV) or DEFAULT_EXPERIMENT)
@@ -261,8 +262,37 @@ def search_runs(filter_string: str = "", *, experiment: str | None = None, max_r
         raise ValueError(bad_argument("experiment", experiment, "the name of an experiment in the store",
                                       f"known experiments: {known}; check the spelling, or pass missing_ok=True "
                                       f"for one that has no runs yet"))
-    return list(c.search_runs([found.experiment_id], filter_string, max_results=max_results,
-                              order_by=order_by or ["attributes.start_time DESC"]))
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return list(c.search_runs([found.experiment_id], filter_string, max_results=max_results,
+                                  order_by=order_by or ["attributes.start_time DESC"]))
+    except MlflowException as exc:
+        if exc.error_code != "INVALID_PARAMETER_VALUE":
+            raise
+        # still an MlflowException (callers tell a filter MLflow cannot search by its type), now naming the argument
+        raise MlflowException(bad_argument(
+            "filter_string", filter_string, f"a filter MLflow can search ({str(exc).strip()})",
+            "compare metrics with < <= > >= = !=, params and tags only with = != LIKE and quoted values, "
+            "e.g. \"metrics.eval_acc > 0.9 and params.optimizer = 'Adam'\"; write a dotted tag name in "
+            "backticks: tags.`sampan.lesson` = 'experiments'"), error_code=exc.error_code) from None
+
+
+_SEARCH_EXAMPLE = "e.g. \"metrics.eval_acc > 0.9\", or \"\" for every run"
+
+
+def _check_search_arguments(filter_string: Any, max_results: Any, order_by: Any) -> list[str] | None:
+    """Refuses, naming them, search arguments of the wrong type (MLflow would fail on them with an unrelated
+    message: an ``order_by`` string is read letter by letter)."""
+    if not isinstance(filter_string, str):
+        raise ValueError(bad_argument("filter_string", filter_string, "a string in MLflow's search syntax",
+                                      _SEARCH_EXAMPLE))
+    if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
+        raise ValueError(bad_argument("max_results", max_results, "an int >= 1", "pass max_results=100"))
+    if order_by is not None and (isinstance(order_by, str) or not all(isinstance(o, str) for o in order_by)):
+        raise ValueError(bad_argument("order_by", order_by, "a list of strings, or None for newest first",
+                                      "write order_by=[\"metrics.eval_acc DESC\"] (a list, even for one key)"))
+    return order_by
 
 
 def quoted(value: str) -> str:

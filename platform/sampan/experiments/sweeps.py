@@ -245,10 +245,7 @@ def check_notebook_space(notebook: str | os.PathLike, space: dict, use: Literal[
     import papermill as pm
 
     who, noun, fix = _USES[use]
-    path = Path(notebook)
-    if not path.is_file():
-        raise FileNotFoundError(bad_argument("notebook", str(notebook), "an existing .ipynb file",
-                                             "check the path (relative to the current folder)"))
+    path = check_notebook_file(notebook)
     defined = pm.inspect_notebook(str(path))
     if not defined:
         raise ValueError(f"The notebook {path} has no cell tagged `parameters`, so {who} cannot set {sorted(space)}. "
@@ -259,6 +256,36 @@ def check_notebook_space(notebook: str | os.PathLike, space: dict, use: Literal[
                          f"Received: {', '.join(map(repr, unknown))}, which it does not define; it defines: "
                          f"{', '.join(defined)}. HINT: {fix}, or add yours to the parameters cell.")
     return defined
+
+
+def check_notebook_file(notebook: Any) -> Path:
+    """``notebook`` as a Path when it is an existing Jupyter notebook (a JSON file with ``cells``); else an error
+    naming it (a missing file, a folder, a ``.py`` script or a file that is not a notebook).
+
+    Example:
+        >>> from sampan.experiments.sweeps import check_notebook_file
+        >>> check_notebook_file("no_such.ipynb")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: Expected `notebook` to be an existing .ipynb file. Received: notebook='no_such.ipynb'. ...
+    """
+    if not isinstance(notebook, (str, os.PathLike)):
+        raise ValueError(bad_argument("notebook", notebook, "the path of a .ipynb file (a str or a Path)",
+                                      "pass e.g. \"train.ipynb\"; to sweep a function, pass the function itself"))
+    path = Path(notebook)
+    if not path.is_file():
+        raise FileNotFoundError(bad_argument("notebook", str(notebook), "an existing .ipynb file",
+                                             "check the path (relative to the current folder)"))
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        cells = None
+    if not isinstance(cells, list):
+        fix = ("a Python script runs with `python` or `sampan launch`; give a notebook saved by Jupyter"
+               if path.suffix != ".ipynb" else "the file is not a Jupyter notebook (JSON with cells); open and "
+               "save it in JupyterLab, or give another one")
+        raise ValueError(bad_argument("notebook", str(notebook), "a Jupyter notebook (.ipynb)", fix))
+    return path
 
 
 def check_kernel(notebook: str | os.PathLike, kernel: str | None) -> None:
@@ -395,8 +422,14 @@ def sweep(target: Callable | str | os.PathLike, space: dict[str, Any], *, trials
         raise ValueError(bad_argument("seed", seed, "an int, or None for a fresh draw", "seed=0"))
     if name is not None:
         check_name(name)
+    if not isinstance(metric, str) or not metric:
+        raise ValueError(bad_argument("metric", metric, "the name of the metric to optimise",
+                                      "pass metric=\"eval_acc\" or metric=\"eval_loss\""))
     parse_space(space)
     is_fn = callable(target)
+    if not is_fn and not isinstance(target, (str, os.PathLike)):
+        raise ValueError(bad_argument("target", target, "a function fn(**params) -> float, or a notebook's path",
+                                      "pass e.g. sweep(\"train.ipynb\", space) or sweep(train_fn, space)"))
     if not is_fn:
         check_notebook_space(target, space)
         check_kernel(target, kernel)

@@ -224,7 +224,9 @@ def load_path(manifest: str | Path | None = None, *, check_files: bool = True) -
         hint = " (pass the path.yaml inside it)" if (file / "path.yaml").is_file() else ""
         raise FileNotFoundError(f"The learning-path manifest {file} is a folder, not a file{hint}.")
     if not file.is_file():
-        raise FileNotFoundError(f"The learning-path manifest {file} does not exist.")
+        raise FileNotFoundError(f"The learning-path manifest {file} does not exist. HINT: check `--manifest` "
+                                "(`manifest=` in Python): the path of a path.yaml such as notebooks/path.yaml, "
+                                "or leave it out for the course's own.")
     try:
         raw = yaml.safe_load(file.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:

@@ -39,9 +39,35 @@ def _locked() -> Iterator[None]:
         yield
 
 
+def _is_entry(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("status", ""), str)
+
+
 def load_progress() -> dict[str, dict[str, Any]]:
-    """``{lesson_id: {"status", "at", "source", ...}}``; empty when nothing is done yet."""
-    return read_json_dict(progress_file(), "lessons")
+    """``{lesson_id: {"status", "at", "source", ...}}``; empty when nothing is done yet.
+
+    A damaged entry (not an object, or with a ``status`` that is not a string) is left out: that lesson reads
+    as not started, the other lessons keep their progress; :func:`damaged_progress` names such entries.
+    """
+    return {k: v for k, v in read_json_dict(progress_file(), "lessons").items() if _is_entry(v)}
+
+
+def damaged_progress() -> list[str]:
+    """One line per damaged entry of ``progress.json`` (see :func:`load_progress`), naming the lesson, the value
+    found and the fix; empty when every entry is readable.
+
+    Example:
+        >>> from sampan.path.progress import damaged_progress
+        >>> damaged_progress()
+        []
+    """
+    from sampan.errors import bad_argument
+
+    file = progress_file()
+    return [bad_argument(f"lessons.{k}", v, "an object such as {\"status\": \"passed\", ...} in " + str(file),
+                         "that lesson counts as not started; run it again to replace the entry, or delete it "
+                         "from the file")
+            for k, v in read_json_dict(file, "lessons").items() if not _is_entry(v)]
 
 
 def update_progress(lesson_id: str, status: str, **fields: Any) -> dict[str, Any]:
@@ -55,8 +81,8 @@ def update_progress(lesson_id: str, status: str, **fields: Any) -> dict[str, Any
     """
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     with writing_data_home("record your progress"), _locked():
-        lessons = load_progress()
-        old = lessons.get(lesson_id, {})
+        lessons = read_json_dict(progress_file(), "lessons")  # damaged entries of other lessons stay as found
+        old = lessons.get(lesson_id) if _is_entry(lessons.get(lesson_id)) else {}
         if status == "failed" and old.get("status") == "passed":
             entry = {**old, "last_failed_at": now}
         else:
@@ -125,8 +151,14 @@ def record_exercise(lesson_id: str, exercise: str, event: str) -> dict[str, Any]
     try:
         with writing_data_home("record your exercises"), _locked():
             lessons = load_exercise_log()
-            entry = lessons.setdefault(lesson_id, {}).setdefault(
-                exercise, {"outcome": "not_attempted", "at": now, "attempts": 0, "hints": 0, "solution_seen": False})
+            if not isinstance(lessons.get(lesson_id), dict):
+                lessons[lesson_id] = {}  # a damaged lesson entry starts afresh; the other lessons keep theirs
+            fresh = {"outcome": "not_attempted", "at": now, "attempts": 0, "hints": 0, "solution_seen": False}
+            found = lessons[lesson_id].get(exercise)
+            entry = {**fresh, **found} if isinstance(found, dict) else fresh
+            if not (isinstance(entry["attempts"], int) and isinstance(entry["hints"], int)):
+                entry = fresh
+            lessons[lesson_id][exercise] = entry
             if event in ("correct", "incorrect", "not_attempted"):
                 if event != "not_attempted":
                     entry["attempts"] += 1

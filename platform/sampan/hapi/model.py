@@ -465,18 +465,7 @@ class Model:
             return
         if self._input_hook is not None:  # still waiting, perhaps on a network that prepare has wrapped since
             self._input_hook.remove()
-
-        def hook(_module, args):
-            from sampan.hapi.summary import running
-
-            if running():  # summary's example input is not data: wait for the first batch
-                return
-            self._input_hook.remove()
-            self._input_hook = None
-            if args and all(isinstance(a, torch.Tensor) for a in args):
-                self._seen_inputs = [InputSpec.from_tensor(a, name=f"input_{i}") for i, a in enumerate(args)]
-
-        self._input_hook = net.register_forward_pre_hook(hook)
+        self._input_hook = net.register_forward_pre_hook(_FirstInputs(self))
 
     def _export_specs(self, path: Any, input_spec: Any) -> Any:
         if input_spec is not None or self.inputs is not None:
@@ -644,6 +633,44 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model({type(self.network).__name__}, prepared={self._prepared}, epoch={self.epoch})"
+
+
+class _FirstInputs:
+    """The forward pre-hook through which a Model without ``inputs`` records the first batch's input specs
+    (:meth:`Model._remember_inputs`); it removes itself then.
+
+    Until that batch the hook sits in the network's hooks, which ``torch.save(model.network, ...)`` and
+    ``copy.deepcopy(network)`` take along: it holds the Model weakly (a saved network must not carry the Model, its
+    optimizer and data) and is pickled or copied as :func:`_no_input_hook`, where a closure failed with "Can't
+    pickle local object"."""
+
+    def __init__(self, model: Model):
+        import weakref
+
+        self._model = weakref.ref(model)
+
+    def __call__(self, _module: torch.nn.Module, args: tuple) -> None:
+        from sampan.hapi.summary import running
+
+        model = self._model()
+        if model is None or model._input_hook is None or running():  # summary's example input is not data
+            return
+        model._input_hook.remove()
+        model._input_hook = None
+        if args and all(isinstance(a, torch.Tensor) for a in args):
+            model._seen_inputs = [InputSpec.from_tensor(a, name=f"input_{i}") for i, a in enumerate(args)]
+
+    def __reduce__(self) -> tuple:
+        return _spent_input_hook, ()  # a copy or a saved network gets the no-op hook
+
+
+def _spent_input_hook() -> Callable:
+    return _no_input_hook
+
+
+def _no_input_hook(_module: torch.nn.Module, _args: tuple) -> None:
+    """What a network saved or copied while a Model waited for its first batch keeps of :class:`_FirstInputs`:
+    nothing (the Model records its inputs from its own network)."""
 
 
 def _paddle_amp(amp: Any, amp_configs: Any) -> Any:

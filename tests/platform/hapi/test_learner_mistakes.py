@@ -136,3 +136,22 @@ def test_token_ids_beyond_the_vocabulary(net_class):
     net = getattr(sampan.text, net_class)(10, 2)
     with pytest.raises(ValueError, match=r"`ids`.*vocab_size=10.*50.*HINT"):
         net(torch.full((2, 5), 50))
+
+
+def test_a_network_saved_whole_before_its_first_batch_pickles_without_the_model(tmp_path):
+    import copy
+    import io
+
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    model = sampan.Model(net)  # no inputs: the model waits for the first batch to learn them
+    model.prepare(torch.optim.SGD(net.parameters(), 0.1), torch.nn.CrossEntropyLoss())
+    buffer = io.BytesIO()
+    torch.save(net, buffer)  # a learner's whole-network save (Can't pickle local object, before)
+    assert b"SGD" not in buffer.getvalue() and b"Model" not in buffer.getvalue()  # the Model stays behind
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)  # the learner's own file
+    assert loaded(torch.ones(2, 4)).shape == (2, 3)
+    assert copy.deepcopy(net)(torch.ones(2, 4)).shape == (2, 3)
+    data = torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randint(0, 3, (8,)))
+    model.fit(data, batch_size=4, epochs=1, verbose=0)
+    assert [tuple(s.shape) for s in model._seen_inputs] == [(None, 4)]  # the hook still did its work

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, check_int
 from sampan.jit import _artifacts as art
 
 Backend = Literal["auto", "pt2", "aoti", "onnxruntime"]
@@ -78,8 +78,7 @@ class Config:
     # -- device ------------------------------------------------------------------------------------
     def enable_use_gpu(self, memory_pool_init_size_mb: int = 100, device_id: int = 0) -> None:
         """Run on CUDA device ``device_id`` (``memory_pool_init_size_mb`` is accepted for Paddle parity)."""
-        if not isinstance(device_id, int) or device_id < 0:
-            raise ValueError(bad_argument("device_id", device_id, "an int >= 0"))
+        check_int("device_id", device_id, minimum=0, fix="pass device_id=0 for the first GPU")
         self._use_gpu, self._device_id = True, device_id
 
     def disable_gpu(self) -> None:
@@ -99,8 +98,7 @@ class Config:
     # -- CPU threads -------------------------------------------------------------------------------
     def set_cpu_math_library_num_threads(self, num_threads: int) -> None:
         """Threads for CPU math: ``torch.set_num_threads`` (process-wide) and ONNX Runtime's intra-op pool."""
-        if not isinstance(num_threads, int) or num_threads < 1:
-            raise ValueError(bad_argument("num_threads", num_threads, "an int >= 1"))
+        check_int("num_threads", num_threads, fix="pass an int such as num_threads=4 (a count, not a string)")
         self._threads = num_threads
 
     def cpu_math_library_num_threads(self) -> int | None:
@@ -195,8 +193,7 @@ class Config:
 
     def set_warmup(self, steps: int) -> None:
         """Runs the predictor ``steps`` times on a sample when it is created (default 2)."""
-        if not isinstance(steps, int) or steps < 0:
-            raise ValueError(bad_argument("steps", steps, "an int >= 0"))
+        check_int("steps", steps, minimum=0, fix="pass an int such as steps=2, or steps=0 for no warm-up")
         self._warmup = steps
 
     @property

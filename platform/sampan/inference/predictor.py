@@ -16,6 +16,7 @@ from sampan.inference.config import Config
 from sampan.jit import _artifacts as art
 from sampan.jit import amx as jit_amx
 from sampan.jit._specs import allclose, check_inputs, example_inputs, example_shapes, flatten_outputs, max_abs_diff
+from sampan.jit.save_load import read_export_metadata
 from sampan.spec import InputSpec
 
 _FORMAT = {"pt2": "pt2", "aoti": "aoti", "onnxruntime": "onnx"}
@@ -141,7 +142,7 @@ class Predictor:
 
     def __init__(self, config: Config):
         self.config = config
-        self._meta = art.read_metadata(config.prefix)
+        self._meta = read_export_metadata(config.model_path, config.prefix, name="model_path")
         self._specs: list[InputSpec] = self._meta["_specs"]
         self._outputs: list[str] = self._meta["outputs"]
         self._example_shapes = example_shapes(self._meta, self._specs)

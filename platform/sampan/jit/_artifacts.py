@@ -204,9 +204,10 @@ def check_artifact(prefix: Path, meta: dict[str, Any], fmt: Format) -> Path:
     entry = meta["artifacts"].get(fmt)
     if entry is None:
         have = sorted(meta["artifacts"]) or ["none"]
+        how = "sampan.onnx.export(...)" if fmt == "onnx" else f"sampan.jit.save(..., format={fmt!r})"
         raise MissingModelError(
             f"{os.fspath(prefix)!r} has no {fmt!r} artifact (exported: {', '.join(have)}). "
-            f"HINT: export it with sampan.jit.save(..., format={fmt!r}) or `sampan export --format {fmt}`.",
+            f"HINT: export it with {how} or `sampan export --format {fmt}`.",
             path=os.fspath(prefix))
     file = prefix.parent / str(entry.get("file"))
     if entry.get("file") != artifact_path(prefix, fmt).name:

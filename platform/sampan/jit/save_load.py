@@ -35,14 +35,36 @@ class ExportMismatchError(SampanError):
         self.format, self.max_abs_diff = format, max_abs_diff
 
 
+def check_layer(layer: Any, name: str = "layer") -> None:
+    """Raises a TypeError naming ``layer`` unless it is an ``nn.Module`` instance, with the fix for the usual
+    mix-ups: a ``sampan.Model`` (its ``.network`` is exported), a layer class (an instance is), a function."""
+    if isinstance(layer, nn.Module):
+        return
+    if isinstance(getattr(layer, "network", None), nn.Module):
+        fix = f"export the network inside it: pass {name}=model.network"
+    elif isinstance(layer, type) and issubclass(layer, nn.Module):
+        fix = f"create the network first: pass {name}={layer.__name__}(...), an instance, not the class"
+    else:
+        fix = "wrap a function in an nn.Module to export it"
+    raise TypeError(bad_argument(name, layer, "an nn.Module (an instance of the network)", fix))
+
+
+def check_path(path: Any, *, fix: str) -> None:
+    """Raises a TypeError naming ``path`` unless it is a ``str`` or ``os.PathLike`` (``None`` included)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(bad_argument("path", path, "a path prefix (str or os.PathLike)", fix))
+
+
+_PATH_FIX = "pass the prefix of the files, e.g. 'out/lenet' (writes out/lenet.pt2 and out/lenet.meta.json)"
+
+
 @contextlib.contextmanager
 def eager_forward(layer: nn.Module):
     """Temporarily removes a ``to_static`` wrapper: export traces the Python ``forward``.
 
     Both kinds: ``to_static(layer)`` (a wrapper on the layer, taken off) and ``@to_static`` on the class's
     ``forward`` (the undecorated function is bound on the layer for the block, shadowing the class's)."""
-    if not isinstance(layer, nn.Module):
-        raise TypeError(bad_argument("layer", layer, "an nn.Module", "wrap a function in an nn.Module to export it"))
+    check_layer(layer)
     own = layer.__dict__.get("forward")
     own = own if isinstance(own, StaticFunction) else None
     decorated = inspect.getattr_static(type(layer), "forward", None)
@@ -139,6 +161,9 @@ def save(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[InputSp
     """
     if format not in ("pt2", "aoti"):
         raise ValueError(bad_argument("format", format, "'pt2' or 'aoti'", "use sampan.onnx.export for ONNX"))
+    check_path(path, fix=_PATH_FIX)
+    if not isinstance(layer, torch.export.ExportedProgram):
+        check_layer(layer)  # before the specs: a to_static function would otherwise be told input_spec is missing
     specs = specs_or_static(input_spec, layer, what="sampan.jit.save")
     device = device or ("cuda" if format == "aoti" and torch.cuda.is_available() else "cpu")
     if isinstance(layer, torch.export.ExportedProgram):  # already exported: package it as it is
@@ -227,6 +252,9 @@ class LoadedProgram(nn.Module):
         self.path = path
 
     def forward(self, *inputs: torch.Tensor) -> Any:
+        for i, value in enumerate(inputs):
+            if not isinstance(value, torch.Tensor):
+                _not_a_tensor(i, value, self.input_spec)
         check_inputs(self.input_spec, inputs)
         return self._runner(*inputs)
 
@@ -247,6 +275,23 @@ class LoadedProgram(nn.Module):
         return f"format={self.format!r}, path={os.fspath(self.path)!r}, inputs=[{specs}]"
 
 
+def _not_a_tensor(index: int, value: Any, specs: list[InputSpec]) -> None:
+    """Raises the TypeError for a loaded program's input that is not a tensor (a NumPy array would otherwise fail
+    deep in the program, a list be taken for a rank-0 input)."""
+    spec = specs[index] if index < len(specs) else None
+    what = f"a torch.Tensor for input {spec.name!r} ({spec.to_list()} {spec.dtype})" if spec else "a torch.Tensor"
+    if isinstance(value, (list, tuple)):
+        fix = "pass one tensor per input as separate arguments: loaded(x) or loaded(*inputs)"
+    elif hasattr(value, "__array__"):
+        fix = "convert it with torch.from_numpy(x) (or serve NumPy arrays with sampan.inference.create_predictor)"
+    else:
+        fix = f"pass torch.as_tensor(x, dtype=torch.{spec.dtype if spec else 'float32'})"
+    kind = f"{type(value).__module__}.{type(value).__name__}"
+    shown = (f"a {kind} of shape {list(value.shape)}" if hasattr(value, "shape")
+             else f"a {type(value).__name__} of {len(value)} item(s)" if isinstance(value, (list, tuple)) else value)
+    raise TypeError(bad_argument(f"inputs[{index}]", shown, what, fix))
+
+
 def load(path: str | os.PathLike, *, format: Literal["pt2", "aoti"] | None = None,
          device: str | None = None) -> LoadedProgram:
     """Loads what :func:`save` wrote (``paddle.jit.load``) as a callable module that checks its inputs.
@@ -265,20 +310,79 @@ def load(path: str | os.PathLike, *, format: Literal["pt2", "aoti"] | None = Non
         >>> net(torch.randn(7, 1, 28, 28)).shape      # doctest: +SKIP
         torch.Size([7, 10])
     """
+    check_path(path, fix="pass the prefix given to sampan.jit.save, e.g. 'out/lenet'")
     prefix = art.prefix_of(path)
-    meta = art.read_metadata(prefix)
+    meta = read_export_metadata(path, prefix, name="path")
     fmt = format or _format_from(path, meta)
     if fmt not in ("pt2", "aoti"):
         raise ValueError(bad_argument("format", fmt, "'pt2' or 'aoti'",
                                       "load ONNX files with sampan.inference.create_predictor"))
     file = art.check_artifact(prefix, meta, fmt)
-    device = device or meta["artifacts"][fmt].get("device", "cpu")
+    device = _check_device(device, meta["artifacts"][fmt].get("device", "cpu"), fmt)
     try:
         runner = _load_runner(file, fmt, device)
     except Exception as exc:
         raise CheckpointError(f"Could not load the {fmt} model {os.fspath(file)!r}: {exc}. "
                               "HINT: export the model again with this torch.", path=os.fspath(file)) from exc
     return LoadedProgram(runner, specs=meta["_specs"], output_names=meta["outputs"], fmt=fmt, meta=meta, path=file)
+
+
+def _check_device(device: Any, exported_on: str, fmt: str) -> str:
+    """``device``, else the one the artifact was exported on, refused with a ValueError naming ``device`` when torch
+    does not know it (Paddle's ``"gpu"``) or this machine lacks it (instead of a load failure saying to export
+    again)."""
+    chosen = device or exported_on
+    try:
+        kind = torch.device(chosen).type
+    except (RuntimeError, TypeError):
+        raise ValueError(bad_argument("device", device, "a torch device such as 'cpu', 'cuda' or 'cuda:0'",
+                                      "write device='cuda' for the GPU (Paddle's 'gpu')")) from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        where = "" if device else f" (the {fmt} file was exported for {exported_on!r})"
+        fix = ("pass device='cpu' to run the program on the CPU" if fmt == "pt2"
+               else "export it again on this machine: sampan.jit.save(net, path, format='aoti', device='cpu')")
+        expected = f"a device this machine has; no CUDA device is available{where}"
+        raise ValueError(bad_argument("device", chosen, expected, fix))
+    return chosen
+
+
+def read_export_metadata(path: str | os.PathLike, prefix: Path, *, name: str) -> dict:
+    """``prefix``'s metadata (:func:`sampan.jit._artifacts.read_metadata`); when there is none and ``path`` is a
+    folder or a training checkpoint rather than an export, the :class:`MissingModelError` says so, naming
+    ``name`` (the caller's argument), and how to get or name an export."""
+    try:
+        return art.read_metadata(prefix)
+    except art.MissingModelError as exc:
+        message = _not_an_export(os.fspath(path), name)
+        if message is None:
+            raise
+        raise art.MissingModelError(message, path=exc.path) from None
+
+
+_CHECKPOINT_SUFFIXES = (".pt", ".pth", ".pdparams", ".ckpt", ".bin", ".safetensors")
+
+
+def _not_an_export(text: str, name: str) -> str | None:
+    """What ``text`` is when it is not an export (a folder, a checkpoint or weights file), worded as a bad-input
+    message; None for a plain missing path."""
+    expected = "the prefix of an exported model (what sampan.jit.save / sampan.onnx.export wrote)"
+    if os.path.isdir(text):
+        found = sorted(p.name[: -len(art.META_SUFFIX)] for p in Path(text).glob("*" + art.META_SUFFIX))
+        if not found:
+            return bad_argument(name, text, expected, "it is a folder with no *.meta.json in it: export first with "
+                                "sampan.jit.save(net, 'out/lenet', input_spec=[...]) and pass 'out/lenet'")
+        listed = f" (exports there: {', '.join(found[:5])}{', ...' if len(found) > 5 else ''})"
+        return bad_argument(name, text, f"{expected}, not a folder", f"name the export inside the folder, "
+                            f"e.g. {name}={os.path.join(text, found[0])!r}{listed}")
+    known = (art.META_SUFFIX, *art.SUFFIXES.values())
+    for candidate in (text, *(text + suffix for suffix in _CHECKPOINT_SUFFIXES)):
+        if os.path.isfile(candidate) and not candidate.endswith(known):
+            return bad_argument(
+                name, text, f"{expected}, not a checkpoint or weights file (Model.save, torch.save)",
+                f"{candidate!r} is one: load it into its network (model.load(path), or "
+                "net.load_state_dict(torch.load(path, weights_only=True))), export that with "
+                "sampan.jit.save(net, 'out/lenet', input_spec=[...]) and pass 'out/lenet' here")
+    return None
 
 
 def _format_from(path: str | os.PathLike, meta: dict) -> str:

@@ -840,6 +840,12 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
     """
     if not isinstance(backend, str) and not callable(backend):
         raise TypeError(bad_argument("backend", backend, "a torch.compile backend name such as 'inductor'"))
+    if isinstance(backend, str):
+        _check_backend(backend)
+    if isinstance(layer_or_function, type) and issubclass(layer_or_function, nn.Module):
+        raise TypeError(bad_argument("layer_or_function", layer_or_function, "an nn.Module instance or a function",
+                                     f"create the network first: to_static({layer_or_function.__name__}(...)), "
+                                     "not the class"))
     if winograd not in (True, False, "auto"):
         raise ValueError(bad_argument("winograd", winograd, "True, False or 'auto'"))
     if winograd is True and (backend != "inductor" or freezing is False or not pick_faster):
@@ -866,6 +872,23 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
     if callable(layer_or_function):
         return StaticFunction(layer_or_function, layer=None, **options)
     raise TypeError(bad_argument("layer_or_function", layer_or_function, "an nn.Module or a function"))
+
+
+def _check_backend(backend: str) -> None:
+    """Refuses a ``torch.compile`` backend name torch does not know (a typo would otherwise surface at the first
+    call as a compile failure, and the layer run eagerly with a warning about graph breaks)."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    try:
+        lookup_backend(backend)
+    except Exception:  # noqa: BLE001 - torch's InvalidBackend (its module has moved between releases)
+        import difflib
+
+        known = torch._dynamo.list_backends(exclude_tags=())
+        close = difflib.get_close_matches(backend, known, n=1)
+        fix = (f"did you mean backend={close[0]!r}? " if close else "") + "torch._dynamo.list_backends() lists them"
+        raise ValueError(bad_argument("backend", backend, "a torch.compile backend name such as 'inductor'",
+                                      fix)) from None
 
 
 def static_forward(layer: nn.Module) -> StaticFunction | None:

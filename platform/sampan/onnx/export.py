@@ -12,12 +12,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from sampan.errors import SampanError, UnsafeFileError, first_line
+from sampan.errors import SampanError, UnsafeFileError, bad_argument, first_line
 from sampan.jit import _artifacts as art
 from sampan.jit._specs import (export_dynamic_shapes, flatten_outputs, prepare_examples, run_on_examples,
                                specs_or_static)
 from sampan.jit._specs import output_names as output_names_for
-from sampan.jit.save_load import ExportMismatchError, _check_outputs, eager_forward, verify_sample
+from sampan.jit.save_load import (ExportMismatchError, _check_outputs, check_layer, check_path, eager_forward,
+                                  verify_sample)
 from sampan.spec import InputSpec
 from sampan.utils.imports import require
 from sampan.utils.io import atomic_path
@@ -93,6 +94,11 @@ def export(layer: nn.Module, path: str | os.PathLike, input_spec: Sequence[Input
         >>> sampan.onnx.export(net, "out/lenet", input_spec=[sampan.InputSpec([None, 1, 28, 28], name="image")])  # doctest: +SKIP
         PosixPath('out/lenet.onnx')
     """
+    check_path(path, fix="pass the prefix of the files, e.g. 'out/lenet' (writes out/lenet.onnx and "
+               "out/lenet.meta.json)")
+    if not isinstance(layer, torch.export.ExportedProgram):
+        check_layer(layer)
+    _check_opset(opset_version)
     specs = specs_or_static(input_spec, layer, what="sampan.onnx.export")
     require("onnxscript")
     require("onnx")
@@ -198,25 +204,52 @@ def _torchlib_registry_once():
             registry_class.from_torchlib = build
 
 
+_OPSET_FIX = "leave opset_version out (torch's choice), or pass 18 or more"
+
+
+def _check_opset(opset_version) -> None:
+    """Refuses an ``opset_version`` that is not an int (``"17"``), or is below 7 or above what ``onnx`` knows."""
+    if opset_version is None:
+        return
+    if isinstance(opset_version, bool) or not isinstance(opset_version, int):
+        raise TypeError(bad_argument("opset_version", opset_version, "an int such as 18, or None", _OPSET_FIX))
+    newest = require("onnx").defs.onnx_opset_version()
+    if not 7 <= opset_version <= newest:
+        raise ValueError(bad_argument("opset_version", opset_version, f"an ONNX opset from 7 to {newest}", _OPSET_FIX))
+
+
+def _written_opset(path: Path) -> int | None:
+    """The default-domain opset of the ONNX file at ``path`` (None if it declares none)."""
+    model = require("onnx").load(os.fspath(path), load_external_data=False)
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
 def _export_file(layer, examples, specs, names, file: Path, opset_version, quiet: bool) -> None:
     sink = io.StringIO()
     redirect = contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext()
-    try:
-        with redirect, atomic_path(file) as tmp, _torchlib_registry_once():
-            onnx_file = tmp.with_suffix(".onnx")
+    with atomic_path(file) as tmp:
+        onnx_file = tmp.with_suffix(".onnx")
+        try:
             try:
-                program = isinstance(layer, torch.export.ExportedProgram)
-                torch.onnx.export(layer, examples, os.fspath(onnx_file), dynamo=True, external_data=False,
-                                  dynamic_shapes=None if program else export_dynamic_shapes(specs),
-                                  input_names=[s.name for s in specs],
-                                  output_names=names, opset_version=opset_version)
-                onnx_file.replace(tmp)
-            finally:
-                onnx_file.unlink(missing_ok=True)
-    except Exception as exc:
-        raise SampanError(f"torch.onnx.export could not export {type(layer).__name__}: {first_line(exc)}\n"
-                          "HINT: check that torch.export works first (sampan.jit.save), and "
-                          "sampan.jit.explain for graph breaks.") from exc
+                with redirect, _torchlib_registry_once():
+                    program = isinstance(layer, torch.export.ExportedProgram)
+                    torch.onnx.export(layer, examples, os.fspath(onnx_file), dynamo=True, external_data=False,
+                                      dynamic_shapes=None if program else export_dynamic_shapes(specs),
+                                      input_names=[s.name for s in specs],
+                                      output_names=names, opset_version=opset_version)
+            except Exception as exc:
+                raise SampanError(f"torch.onnx.export could not export {type(layer).__name__}: {first_line(exc)}\n"
+                                  "HINT: check that torch.export works first (sampan.jit.save), and "
+                                  "sampan.jit.explain for graph breaks.") from exc
+            if opset_version is not None:  # torch keeps its own opset when it cannot convert: refuse, write nothing
+                written = _written_opset(onnx_file)
+                if written != opset_version:
+                    raise ValueError(bad_argument(
+                        "opset_version", opset_version, f"an opset torch.onnx.export can convert this model to (it "
+                        f"could not, and kept opset {written})", _OPSET_FIX))
+            onnx_file.replace(tmp)
+        finally:
+            onnx_file.unlink(missing_ok=True)
 
 
 def _verify(layer: nn.Module, file: Path, specs: list[InputSpec], shapes: list[list[int]], rtol: float,

@@ -23,6 +23,14 @@ _MASTERS = "_sampan_master_pairs"
 _NORMS = (torch.nn.modules.batchnorm._NormBase, torch.nn.LayerNorm, torch.nn.GroupNorm)
 
 
+def _checked(name: str, value: Any, paddle_name: str, paddle_value: Any, ok: Any, expected: str, fix: str) -> Any:
+    """The torch-named setting when given, else Paddle's; an error naming whichever was passed when it is bad."""
+    name, value = (name, value) if value is not None else (paddle_name, paddle_value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not ok(value):
+        raise ValueError(bad_argument(name, value, expected, f"pass e.g. {name}={fix}"))
+    return value
+
+
 class GradScaler(torch.amp.GradScaler):
     """Dynamic loss scaling: ``torch.amp.GradScaler`` that also accepts Paddle's argument names.
 
@@ -54,11 +62,21 @@ class GradScaler(torch.amp.GradScaler):
                                           "torch.amp.GradScaler always scales dynamically; use amp='bf16', "
                                           "which needs no loss scaling"))
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        super().__init__(device, init_scale=init_scale if init_scale is not None else float(init_loss_scaling),
-                         growth_factor=growth_factor if growth_factor is not None else incr_ratio,
-                         backoff_factor=backoff_factor if backoff_factor is not None else decr_ratio,
-                         growth_interval=growth_interval if growth_interval is not None else incr_every_n_steps,
-                         enabled=enable if enabled is None else enabled)
+        try:
+            torch.device(device)
+        except (RuntimeError, TypeError):
+            raise ValueError(bad_argument("device", device, '"cuda" or "cpu"',
+                                          'Paddle\'s "gpu" is torch\'s "cuda": pass device="cuda"')) from None
+        scale = _checked("init_scale", init_scale, "init_loss_scaling", init_loss_scaling,
+                         lambda v: v > 0, "a number > 0", "2.0 ** 16 (the default)")
+        growth = _checked("growth_factor", growth_factor, "incr_ratio", incr_ratio,
+                          lambda v: v > 1, "a number > 1", "2.0 (the default)")
+        backoff = _checked("backoff_factor", backoff_factor, "decr_ratio", decr_ratio,
+                           lambda v: 0 < v < 1, "a number in (0, 1)", "0.5 (the default)")
+        interval = _checked("growth_interval", growth_interval, "incr_every_n_steps", incr_every_n_steps,
+                            lambda v: isinstance(v, int) and v >= 1, "an int >= 1", "2000 (the default)")
+        super().__init__(device, init_scale=float(scale), growth_factor=growth, backoff_factor=backoff,
+                         growth_interval=interval, enabled=enable if enabled is None else enabled)
 
     def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
         master_grads_from_model(optimizer)

@@ -96,6 +96,15 @@ def default_backend() -> str:
     return "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
 
 
+def _check_backend(backend: Any) -> None:
+    known = [b for b in dist.Backend.backend_list if b != "undefined"]
+    parts = backend.split(",") if isinstance(backend, str) else [None]
+    if not all(isinstance(p, str) and p.rpartition(":")[2].strip().lower() in known for p in parts):
+        raise ValueError(bad_argument("backend", backend, f"one of {known}, or per device such as "
+                                      "'cpu:gloo,cuda:nccl'", "pass backend='gloo' on CPU, 'nccl' on NVIDIA GPUs, "
+                                      "or leave it out to choose by the device"))
+
+
 def init_parallel_env(backend: str | None = None, timeout: float | None = None) -> bool:
     """Joins the process group described by the environment (``paddle.distributed.init_parallel_env``).
 
@@ -118,6 +127,8 @@ def init_parallel_env(backend: str | None = None, timeout: float | None = None) 
     """
     if not dist.is_available():
         raise RuntimeError("torch.distributed is not available in this PyTorch build.")
+    if backend is not None:
+        _check_backend(backend)
     if dist.is_initialized():
         return False
     kwargs = {"timeout": datetime.timedelta(seconds=timeout_seconds(timeout))}

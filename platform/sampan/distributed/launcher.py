@@ -131,6 +131,10 @@ def _default_nprocs(nprocs: int | None) -> int:
 
 def _run(fn: Callable, args: Sequence, nprocs: int | None, *, threads: int | None, timeout: float | None,
          start_method: str) -> list[Any]:
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(bad_argument("args", args, "a tuple of arguments for fn",
+                                     f"write args=({args!r},) for one argument" if not isinstance(args, str) or
+                                     len(args) < 40 else "write args=(value,) for one argument"))
     nprocs = _default_nprocs(nprocs)
     if start_method == "fork" and torch.cuda.is_available() and torch.cuda.is_initialized():
         raise ValueError(bad_argument("start_method", start_method, "'spawn' once CUDA is initialised in this "

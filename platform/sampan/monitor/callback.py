@@ -8,6 +8,7 @@ from typing import Any, Callable
 import torch
 
 from sampan.callbacks.base import Callback
+from sampan.errors import bad_argument
 from sampan.monitor.leak import LeakDetector
 from sampan.monitor.sampler import ResourceSampler
 
@@ -42,6 +43,24 @@ def _memory_probe(device: Any) -> tuple[str, Any]:
     return "process RSS", process_rss
 
 
+_LEAK_KEYS = ("window", "warmup", "min_growth", "tolerance")
+
+
+def _check_leak_options(leak_options: Any) -> dict:
+    """The leak-check settings, checked now rather than when ``fit`` starts the detector."""
+    if leak_options is None:
+        return {}
+    if not isinstance(leak_options, dict):
+        raise TypeError(bad_argument("leak_options", leak_options, "a dict of leak-check settings, or None",
+                                     'pass e.g. leak_options={"window": 5}, or leave it out'))
+    unknown = [k for k in leak_options if k not in _LEAK_KEYS]
+    if unknown:
+        raise ValueError(bad_argument("leak_options", leak_options, f"a dict with keys among {list(_LEAK_KEYS)}",
+                                      f"check the spelling of {unknown}"))
+    LeakDetector(**leak_options)  # its own checks name a bad value
+    return dict(leak_options)
+
+
 class MonitorCallback(Callback):
     """Starts a :class:`ResourceSampler` for the run, tags samples with the step, and warns through
     :class:`LeakDetector` when memory keeps growing.
@@ -67,7 +86,10 @@ class MonitorCallback(Callback):
         super().__init__()
         self.sampler = sampler if sampler is not None else ResourceSampler(interval)
         self.leak_check = leak_check
-        self._leak_options = dict(leak_options or {})
+        self._leak_options = _check_leak_options(leak_options)
+        if isinstance(probe_interval, bool) or not isinstance(probe_interval, (int, float)) or probe_interval < 0:
+            raise ValueError(bad_argument("probe_interval", probe_interval, "a number of seconds >= 0",
+                                          "pass probe_interval=0.1 (the default)"))
         self.detector: LeakDetector | None = None
         self._probe = None
         self._every = probe_interval

@@ -117,6 +117,10 @@ class Profiler:
     def __init__(self, *, targets: str | Sequence[str] | None = None, scheduler: Any = None,
                  on_trace_ready: Callable[[Any], None] | None = None, record_shapes: bool = False,
                  profile_memory: bool = False, with_stack: bool = False, timer_only: bool = False) -> None:
+        if on_trace_ready is not None and not callable(on_trace_ready):
+            raise TypeError(bad_argument("on_trace_ready", on_trace_ready, "a function called with the profile",
+                                         "pass on_trace_ready=export_chrome_tracing(\"traces\"), or call "
+                                         "export(path) after the run"))
         self._activities = _activities(targets)
         self._schedule = _schedule(scheduler)
         self._user_ready = on_trace_ready
@@ -227,8 +231,14 @@ class Profiler:
         """
         from sampan.utils.io import atomic_write
 
-        data = self._trace_bytes()
+        if format != "json":
+            raise ValueError(bad_argument("format", format, '"json" (a chrome trace)',
+                                          "pass format=\"json\"; for a table use summary()"))
         path = Path(path)
+        if path.is_dir():
+            raise ValueError(bad_argument("path", str(path), "a file name, not a folder",
+                                          f"pass e.g. path=\"{path / 'trace.json'}\""))
+        data = self._trace_bytes()
         path.parent.mkdir(parents=True, exist_ok=True)
         if overwrite:
             return atomic_write(path, lambda tmp: tmp.write_bytes(data))

@@ -1,7 +1,8 @@
 """Argument checks shared by pruning and quantization: ratios, layer names, example inputs."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import math
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 from torch import nn
@@ -24,6 +25,7 @@ def split_skip(skip: Iterable[Any] | None, model: nn.Module, *,
     names: set[str] = set()
     types: list[type] = []
     known = dict(model.named_modules())
+    skip = as_names(skip)
     for item in skip or ():
         if isinstance(item, type) and issubclass(item, nn.Module):
             types.append(item)
@@ -34,6 +36,36 @@ def split_skip(skip: Iterable[Any] | None, model: nn.Module, *,
             raise TypeError(bad_argument(argument, list(skip), "layer names (str) or layer types (nn.Module classes)",
                                          "write skip=['fc3', torch.nn.LSTM]"))
     return names, tuple(types)
+
+
+def as_names(items: Any) -> Any:
+    """One layer name or type as a one-item list (a lone string would otherwise be read letter by letter)."""
+    return [items] if isinstance(items, (str, type)) else items
+
+
+def check_eval_fn(eval_fn: Any) -> None:
+    if not callable(eval_fn):
+        raise TypeError(bad_argument("eval_fn", eval_fn, "a function eval_fn(model) -> float, higher is better",
+                                     "pass e.g. eval_fn=lambda m: accuracy(m, val_loader)"))
+
+
+def score(eval_fn: Callable[[nn.Module], Any], model: nn.Module, *, baseline: bool = False) -> float:
+    """``eval_fn(model)`` as a float, or an error naming ``eval_fn`` when it returns something else (None, a
+    dict, a tensor of many values); the baseline (the model as given) must also be finite."""
+    value = eval_fn(model)
+    try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError(value)
+        number = float(value)
+    except (TypeError, ValueError, RuntimeError):
+        shown = f"<a tensor of shape {tuple(value.shape)}>" if isinstance(value, torch.Tensor) else value
+        raise TypeError(bad_argument("eval_fn(model)", shown, "one number, higher is better (e.g. accuracy)",
+                                     "end eval_fn with `return accuracy` (a float), or `return t.item()` for a "
+                                     "one-element tensor")) from None
+    if baseline and not math.isfinite(number):
+        raise ValueError(bad_argument("eval_fn(model)", number, "a finite number on the model as given",
+                                      "check eval_fn on the unmodified model first (an empty loader gives 0/0)"))
+    return number
 
 
 _INT8 = (torch.int8, torch.qint8, torch.quint8)

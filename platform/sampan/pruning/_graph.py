@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.fx.passes.shape_prop import ShapeProp
 
-from sampan.errors import first_line
+from sampan.errors import bad_argument, first_line
 from sampan.pruning._checks import is_skipped
 from sampan.utils.modes import eval_mode
 
@@ -80,7 +80,16 @@ class _Analysis:
                 f"({type(exc).__name__}: {first_line(exc)[:200]}). HINT: use structured=False "
                 "(magnitude pruning) or make forward traceable (no data-dependent control flow).") from exc
         with eval_mode(model), torch.no_grad():
-            ShapeProp(self.gm).propagate(*inputs)
+            try:
+                ShapeProp(self.gm).propagate(*inputs)
+            except Exception as exc:  # noqa: BLE001 - the model does not run on these inputs: say which
+                cause = exc.__cause__ or exc
+                shapes = [tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in inputs]
+                raise ValueError(bad_argument(
+                    "example_inputs", f"<shapes {shapes}>",
+                    f"inputs the model runs on (it raised {type(cause).__name__}: {first_line(cause)[:200]})",
+                    "pass example_inputs shaped like one real batch, e.g. torch.randn(1, 1, 28, 28) for MNIST "
+                    "images")) from exc
 
     # union-find over group ids
     def find(self, i: int) -> int:

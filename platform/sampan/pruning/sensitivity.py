@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterable
 from torch import nn
 
 from sampan.errors import bad_argument
-from sampan.pruning._checks import check_float_model, check_ratio, example_inputs as _example_inputs, split_skip
+from sampan.pruning._checks import (as_names, check_eval_fn, check_float_model, check_ratio,
+                                    example_inputs as _example_inputs, score, split_skip)
 from sampan.pruning.flops import flops
 from sampan.pruning._graph import analyse
 from sampan.pruning.structured import no_prunable_layer, prune_structured
@@ -77,6 +78,9 @@ class SensitivityTable:
 
 
 def _check_ratios(ratios: Iterable[Any]) -> tuple[float, ...]:
+    if isinstance(ratios, (int, float, str)):
+        raise TypeError(bad_argument("ratios", ratios, "a sequence of floats in (0, 1)",
+                                     f"pass a tuple even for one ratio, e.g. ratios=({ratios},)"))
     values = tuple(ratios)
     if not values:
         raise ValueError(bad_argument("ratios", values, "a non-empty sequence of floats in (0, 1)"))
@@ -108,6 +112,7 @@ def sensitivity(model: nn.Module, eval_fn: Callable[[nn.Module], float], ratios:
         ...                     example_inputs=torch.randn(1, 1, 28, 28))  # doctest: +SKIP
     """
     check_float_model(model)
+    check_eval_fn(eval_fn)
     ratios = _check_ratios(ratios)
     names, types = split_skip(skip, model)
     inputs = _example_inputs(model, example_inputs, input_spec, what="sensitivity analysis")
@@ -116,16 +121,16 @@ def sensitivity(model: nn.Module, eval_fn: Callable[[nn.Module], float], ratios:
     if not groups:
         raise no_prunable_layer(model, all_groups)
     if layers is not None:
-        wanted = list(layers)
+        wanted = list(as_names(layers))
         for layer in wanted:
             if layer not in groups:
                 raise ValueError(bad_argument("layers", layer, f"one of the prunable layers {groups}"))
         groups = wanted
-    baseline = float(eval_fn(model))
+    baseline = score(eval_fn, model, baseline=True)
     table = SensitivityTable(baseline)
     for layer in groups:
-        table.losses[layer] = {r: baseline - float(eval_fn(prune_structured(model, {layer: r}, inputs,
-                                                                                    all_groups=all_groups)))
+        table.losses[layer] = {r: baseline - score(eval_fn, prune_structured(model, {layer: r}, inputs,
+                                                                             all_groups=all_groups))
                                for r in ratios}
     return table
 

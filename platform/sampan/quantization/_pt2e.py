@@ -8,10 +8,12 @@ import os
 import types
 import warnings
 from types import SimpleNamespace
+from typing import Any
 
 import torch
 from torch import nn
 
+from sampan.errors import bad_argument
 from sampan.utils.imports import require
 
 _CACHE: dict[str, SimpleNamespace] = {}
@@ -125,6 +127,33 @@ def _split_reused_activations(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             stack[key] = (f"{fqn}#{i}", cls)
             node.meta["nn_module_stack"] = stack
     return gm
+
+
+def _input_shapes(gm: torch.fx.GraphModule) -> list[tuple]:
+    """The shapes ``gm`` was exported for, the dynamic batch dimension written ``"N"``."""
+    vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+    return [tuple(d if isinstance(d, int) else "N" for d in v.shape) for v in vals if isinstance(v, torch.Tensor)]
+
+
+def run_batch(observed: torch.fx.GraphModule, batch: Any, *, argument: str, source: str = "quantize()") -> None:
+    """Runs one calibration batch (a tensor, or ``(inputs, labels)``) through ``observed``.
+
+    A batch of the wrong shape fails inside ``torch.export``'s guards ("Guard failed: input.size()[1] == 1");
+    this names ``argument`` and both shapes instead.
+    """
+    fix = f"pass a DataLoader (or a list) of batches shaped like the example inputs given to {source}"
+    x = batch[0] if isinstance(batch, (list, tuple)) and batch else batch
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(bad_argument(argument, f"<a batch of type {type(x).__name__}>",
+                                     "batches that are tensors or (inputs, labels) pairs", fix))
+    try:
+        observed(x)
+    except AssertionError as exc:
+        if "Guard failed" not in str(exc):
+            raise
+        raise ValueError(bad_argument(argument, f"<a batch of shape {tuple(x.shape)}>",
+                                      f"batches of shape {_input_shapes(observed) or '?'} (N: any batch size)",
+                                      fix)) from exc
 
 
 def drop_unused_state(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:

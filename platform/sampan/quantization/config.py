@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, check_int
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,16 @@ class QuantConfig:
     weight_bits: int | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "skip", tuple(self.skip))
-        if not isinstance(self.calibration_batches, int) or self.calibration_batches < 1:
-            raise ValueError(bad_argument("calibration_batches", self.calibration_batches, "a positive int"))
+        skip = self.skip
+        if skip is None:
+            skip = ()
+        elif isinstance(skip, (str, type)):  # one name or type: a string would otherwise split into letters
+            skip = (skip,)
+        try:
+            object.__setattr__(self, "skip", tuple(skip))
+        except TypeError:
+            raise TypeError(bad_argument("skip", skip, "a list of layer names or layer types",
+                                         "write skip=['fc3', torch.nn.LSTM]")) from None
+        check_int("calibration_batches", self.calibration_batches, fix="pass e.g. calibration_batches=32")
         if self.weight_bits not in (None, 7, 8):
             raise ValueError(bad_argument("weight_bits", self.weight_bits, "7, 8 or None (chosen for this CPU)"))

@@ -159,7 +159,8 @@ def quantize_dynamic(model: nn.Module, *, skip: Iterable[Any] = (),
         and the packed ``in_proj_weight``) stay float, as in ``torch.ao.quantization.quantize_dynamic``.
 
     Raises:
-        ValueError: an unknown layer name in ``skip``; TypeError: an unsupported layer type.
+        ValueError: an unknown layer name in ``skip``, or no layer of ``layer_types`` in ``model``;
+        TypeError: an unsupported layer type.
 
     Example:
         >>> import torch
@@ -171,11 +172,21 @@ def quantize_dynamic(model: nn.Module, *, skip: Iterable[Any] = (),
     """
     if not isinstance(model, nn.Module):
         raise TypeError(bad_argument("model", model, "a torch.nn.Module"))
+    if isinstance(layer_types, type):
+        raise TypeError(bad_argument("layer_types", layer_types, "a tuple of layer types",
+                                     f"write layer_types=({layer_types.__name__},) for one type"))
     kinds = tuple(layer_types)
     for kind in kinds:
         if kind not in DYNAMIC_TYPES:
             raise TypeError(bad_argument("layer_types", kinds, "a subset of (nn.Linear, nn.LSTM, nn.GRU)"))
     names, types = split_skip(skip, model)
+    if not any(type(m) in kinds for m in model.modules()):
+        done = any(isinstance(m, (Int8Linear, Int8RNN)) for m in model.modules())
+        raise ValueError(bad_argument(
+            "model", f"<{type(model).__name__} without {[k.__name__ for k in kinds]} layers>",
+            "a model with Linear / LSTM / GRU layers (nothing else would be quantized: the copy would stay float)",
+            "it is quantized already" if done else
+            "quantize a convolutional network with sampan.quantization.PTQ, which covers Conv2d"))
     qmodel = copy.deepcopy(model).eval()
     targets = [(n, m) for n, m in qmodel.named_modules()
                if type(m) in kinds and not is_skipped(n, m, names, types)]

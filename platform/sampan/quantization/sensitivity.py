@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 from sampan.errors import bad_argument, check_int
-from sampan.pruning._checks import check_layer_name, example_inputs as _example_inputs
+from sampan.pruning._checks import as_names, check_eval_fn, check_layer_name, example_inputs as _example_inputs, score
 from sampan.pruning.sensitivity import SensitivityTable
-from sampan.quantization._pt2e import drop_unused_state, export_for_quantization, pt2e, quiet_annotation
+from sampan.quantization._pt2e import drop_unused_state, export_for_quantization, pt2e, quiet_annotation, run_batch
 from sampan.quantization.dynamic import DYNAMIC_TYPES, quantize_dynamic
 from sampan.utils.modes import eval_mode
 
@@ -25,9 +25,13 @@ STATIC_TYPES = (nn.Conv2d, nn.Linear)
 
 def _layers(model: nn.Module, kinds: tuple, layers: Iterable[str] | None) -> list[str]:
     found = [n for n, m in model.named_modules() if n and type(m) in kinds]
+    if not found:
+        raise ValueError(bad_argument("model", f"<{type(model).__name__} without {[k.__name__ for k in kinds]} "
+                                      "layers>", "a model with layers to quantize",
+                                      None if nn.Conv2d in kinds else "use method='static' for Conv2d layers"))
     if layers is None:
         return found
-    chosen = list(layers)
+    chosen = list(as_names(layers))
     for name in chosen:
         check_layer_name("layers", name, found)
     return chosen
@@ -57,7 +61,7 @@ def _static_one(graph: torch.fx.GraphModule, layer: str, batches: list[Any]) -> 
         observed = ns.prepare(copy.deepcopy(graph), quantizer)
     with torch.no_grad():
         for batch in batches:
-            observed(batch[0] if isinstance(batch, (list, tuple)) else batch)
+            run_batch(observed, batch, argument="calib_data", source="sensitivity(example_inputs=...)")
     return drop_unused_state(ns.convert(observed))
 
 
@@ -86,14 +90,17 @@ def sensitivity(model: nn.Module, eval_fn: Callable[[nn.Module], float], *,
         >>> table = sensitivity(net, lambda m: accuracy(m, val))  # doctest: +SKIP
         >>> qnet = quantize_dynamic(net, skip=[table.ranked()[0][0]])  # doctest: +SKIP
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(bad_argument("model", model, "a torch.nn.Module"))
+    check_eval_fn(eval_fn)
     if method not in ("dynamic", "static"):
         raise ValueError(bad_argument("method", method, "'dynamic' or 'static'"))
-    baseline = float(eval_fn(model))
+    baseline = score(eval_fn, model, baseline=True)
     table = SensitivityTable(baseline, kind="quantize")
     if method == "dynamic":
         for layer in _layers(model, DYNAMIC_TYPES, layers):
             others = [n for n, m in model.named_modules() if n and n != layer and type(m) in DYNAMIC_TYPES]
-            table.losses[layer] = {"int8": baseline - float(eval_fn(quantize_dynamic(model, skip=others)))}
+            table.losses[layer] = {"int8": baseline - score(eval_fn, quantize_dynamic(model, skip=others))}
         return table
     if calib_data is None:
         raise ValueError(bad_argument("calib_data", None, "calibration batches for method='static'",
@@ -104,5 +111,5 @@ def sensitivity(model: nn.Module, eval_fn: Callable[[nn.Module], float], *,
         graph = export_for_quantization(model, inputs)
     for layer in _layers(model, STATIC_TYPES, layers):
         qmodel = _static_one(graph, layer, batches)
-        table.losses[layer] = {"int8": baseline - float(eval_fn(qmodel))}
+        table.losses[layer] = {"int8": baseline - score(eval_fn, qmodel)}
     return table

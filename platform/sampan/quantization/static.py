@@ -13,12 +13,35 @@ from typing import Any, Iterable
 import torch
 from torch import nn
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, check_int
 from sampan.pruning._checks import example_inputs as _example_inputs, split_skip
 from sampan.quantization._pt2e import (allow_train_eval, drop_unused_state, export_for_quantization, pt2e,
-                                      quiet_annotation)
+                                      quiet_annotation, run_batch)
 from sampan.quantization.config import QuantConfig
 from sampan.utils.modes import train_mode
+
+
+def _check_observed(observed: Any) -> None:
+    if not isinstance(observed, torch.fx.GraphModule):
+        raise TypeError(bad_argument("observed", type(observed).__name__,
+                                     "the model returned by quantize()", "call quantize() first"))
+
+
+def _batches(data: Any) -> Iterable[Any]:
+    """``data`` when it yields batches; a clear error for what yields something else when iterated."""
+    fix = "pass data=DataLoader(dataset, batch_size=32), or a list of batches such as [x]"
+    if isinstance(data, torch.Tensor):
+        raise TypeError(bad_argument("data", f"<a tensor of shape {tuple(data.shape)}>",
+                                     "an iterable of batches (iterating a tensor yields its rows, not batches)", fix))
+    if isinstance(data, torch.utils.data.Dataset) and not isinstance(data, torch.utils.data.IterableDataset):
+        raise TypeError(bad_argument("data", f"<{type(data).__name__}>",
+                                     "an iterable of batches (a Dataset yields single samples, without a batch "
+                                     "dimension)", fix))
+    try:
+        return iter(data)
+    except TypeError:
+        raise TypeError(bad_argument("data", data, "an iterable of batches (tensors or (inputs, labels) pairs)",
+                                     fix)) from None
 
 
 class PTQ:
@@ -78,12 +101,12 @@ class PTQ:
 
         ``data`` yields tensors or ``(inputs, labels)`` pairs (a ``DataLoader``); labels are ignored.
         """
-        limit = batches or self.config.calibration_batches
+        _check_observed(observed)
+        limit = self.config.calibration_batches if batches is None else check_int("batches", batches)
         seen = 0
         with torch.no_grad():
-            for batch in data:
-                x = batch[0] if isinstance(batch, (list, tuple)) else batch
-                observed(x)
+            for batch in _batches(data):
+                run_batch(observed, batch, argument="data")
                 seen += 1
                 if seen >= limit:
                     break
@@ -93,9 +116,7 @@ class PTQ:
 
     def convert(self, observed: nn.Module) -> torch.fx.GraphModule:
         """Replaces observers by int8 quantize / dequantize with int8 weights; returns the int8 model."""
-        if not isinstance(observed, torch.fx.GraphModule):
-            raise TypeError(bad_argument("observed", type(observed).__name__,
-                                         "the model returned by quantize()", "call quantize() first"))
+        _check_observed(observed)
         if self.qat:
             pt2e().to_eval(observed)
         converted = drop_unused_state(pt2e().convert(observed))
@@ -125,6 +146,8 @@ class QAT(PTQ):
     qat = True
 
     def quantize(self, model: nn.Module, example_inputs: Any = None, *, input_spec: Any = None) -> torch.fx.GraphModule:
+        if not isinstance(model, nn.Module):
+            raise TypeError(bad_argument("model", model, "a torch.nn.Module"))
         inputs = _example_inputs(model, example_inputs, input_spec, what="quantization (torch.export traces it)")
         quantizer = self._quantizer(model)
         with train_mode(model):

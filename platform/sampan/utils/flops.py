@@ -23,6 +23,17 @@ from torch.utils.flop_counter import FlopCounterMode
 from sampan.utils.modes import eval_mode
 
 
+def _check_model(model: Any) -> None:
+    """A network instance, or a TypeError naming ``model`` (the class, ``nn.Linear``, is a learner's slip)."""
+    if isinstance(model, nn.Module):
+        return
+    from sampan.errors import bad_argument
+
+    fix = (f"create the network first: {model.__name__}(...), an instance, not the class"
+           if isinstance(model, type) else "pass the network, e.g. flops(net, torch.randn(1, 1, 28, 28))")
+    raise TypeError(bad_argument("model", model, "a torch.nn.Module", fix))
+
+
 def _weights(model: nn.Module, recurse: bool = True) -> list[torch.Tensor]:
     return (list(model.parameters(recurse=recurse))
             + [b for b in model.buffers(recurse=recurse) if b.dtype in (torch.int8, torch.qint8)])
@@ -44,6 +55,7 @@ def count_params(model: nn.Module, *, nonzero: bool = False, trainable: bool = F
         >>> count_params(torch.nn.Linear(4, 2))
         10
     """
+    _check_model(model)
     tensors = ([p for p in model.parameters(recurse=recurse) if p.requires_grad] if trainable
                else _weights(model, recurse))
     if nonzero:
@@ -77,5 +89,6 @@ def flops(model: nn.Module, *inputs: Any) -> int:
         >>> flops(torch.nn.Linear(4, 2), torch.randn(1, 4))
         16
     """
+    _check_model(model)
     with eval_mode(model):
         return count_flops(lambda: model(*inputs))[0]

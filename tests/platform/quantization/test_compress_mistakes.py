@@ -220,3 +220,12 @@ def test_spawn_args_not_a_tuple_names_args(args):
     import sampan.distributed as dist
     with pytest.raises(TypeError, match=r"Expected `args` to be a tuple"):
         dist.spawn(print, args=args, nprocs=1)
+
+
+@pytest.mark.parametrize("count", ["flops", "count_params"])
+def test_counting_a_layer_class_asks_for_an_instance(count):
+    from sampan.utils import flops as counting
+
+    args = (torch.randn(1, 4),) if count == "flops" else ()
+    with pytest.raises(TypeError, match=r"`model`.*create the network first: Linear\(\.\.\.\)"):
+        getattr(counting, count)(torch.nn.Linear, *args)

@@ -81,6 +81,9 @@ def parse_assignments(items: list[str], argument: str = "-p") -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise ValueError(bad_argument(argument, item, "KEY=VALUE", f"write {argument} lr=1e-3"))
+        if name.strip() in out and out[name.strip()] != value.strip():  # which one was meant? (the last won, silently)
+            raise ValueError(bad_argument(argument, item, f"one value per parameter ({name.strip()} is given "
+                                          f"{out[name.strip()]!r} already)", "keep only the one you mean"))
         out[name.strip()] = value.strip()
     return out
 

@@ -130,7 +130,8 @@ class Model:
         if isinstance(loss, type) and issubclass(loss, torch.nn.Module):  # calling the class builds a module
             raise TypeError(bad_argument("loss", loss, "a loss module instance, not its class",
                                          f"add the brackets: loss={loss.__name__}()"))
-        if grad_clip is not None and (not isinstance(grad_clip, (int, float)) or grad_clip <= 0):
+        if grad_clip is not None and (isinstance(grad_clip, bool) or not isinstance(grad_clip, (int, float))
+                                      or grad_clip <= 0):  # True would have read as a norm of 1.0
             raise ValueError(bad_argument("grad_clip", grad_clip, "a positive float (max global gradient norm)"))
         self._accumulate_steps = check_int("accumulate_steps", accumulate_steps)
         _guards.check_optimizer_owns(self.network, optimizer, loss)  # before setup wraps or maps parameters
@@ -282,6 +283,9 @@ class Model:
              save_dir: Any, save_freq: int, verbose: int, drop_last: bool, shuffle: bool, num_workers: int,
              callbacks: Any, num_iters: int | None, resume: Any) -> History:
         train_bs, eval_bs = _batch_sizes(batch_size)
+        for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
+            if not isinstance(flag, bool):  # shuffle="no" is a non-empty string: it shuffled
+                raise TypeError(bad_argument(name, flag, "True or False", f"write {name}=False, without quotes"))
         train_loader = self._loader(train_data, "train_data", batch_size=train_bs, shuffle=shuffle,
                                     drop_last=drop_last, num_workers=num_workers)
         eval_loader = None if eval_data is None else self._loader(

@@ -180,3 +180,13 @@ def test_a_widget_names_an_argument_of_the_wrong_type_or_range(widget, kwargs):
     (name, value), = kwargs.items()
     with pytest.raises(ValueError, match=rf"Expected `{name}` to be .*Received: {name}="):
         _widgets()[widget](**kwargs)
+
+
+@pytest.mark.parametrize("command", ["job", "sweep"])
+def test_a_parameter_given_two_values_is_named_not_overwritten(command, tmp_path, capsys):
+    file = tmp_path / "train.ipynb"  # never read: the assignments are checked first
+    argv = (["job", "run", str(file), "-p", "lr=0.1", "-p", "lr=0.01"] if command == "job" else
+            ["sweep", str(file), "-p", "lr=1e-3:1e-1:log", "-p", "lr=0.5"])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Expected `-p` to be one value per parameter (lr is given" in err and "keep only the one you mean" in err

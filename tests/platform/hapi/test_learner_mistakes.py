@@ -155,3 +155,15 @@ def test_a_network_saved_whole_before_its_first_batch_pickles_without_the_model(
     data = torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randint(0, 3, (8,)))
     model.fit(data, batch_size=4, epochs=1, verbose=0)
     assert [tuple(s.shape) for s in model._seen_inputs] == [(None, 4)]  # the hook still did its work
+
+
+@pytest.mark.parametrize("flag", ["shuffle", "drop_last"])
+def test_fit_flags_given_as_words_are_named(flag, blobs, mlp):
+    with pytest.raises(TypeError, match=rf"`{flag}`.*True or False.*Received: {flag}='no'"):
+        prepared(mlp()).fit(blobs[0], verbose=0, **{flag: "no"})  # a non-empty string: it shuffled
+
+
+def test_grad_clip_true_is_not_read_as_a_norm_of_one(mlp):
+    net = mlp()
+    with pytest.raises(ValueError, match=r"`grad_clip`.*positive float"):
+        sampan.Model(net).prepare(torch.optim.SGD(net.parameters(), 0.1), torch.nn.CrossEntropyLoss(), grad_clip=True)

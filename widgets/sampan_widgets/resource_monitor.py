@@ -99,12 +99,6 @@ class ResourceMonitor(MonitorCallback, Drawn):
         if isinstance(window, bool) or not isinstance(window, (int, float)) or not window > 0:
             raise ValueError(bad_argument("window", window, "a number of seconds greater than 0",
                                           "pass window=120 (the default) to chart the last two minutes"))
-        if isinstance(probe_interval, bool) or not isinstance(probe_interval, (int, float)) or probe_interval < 0:
-            raise ValueError(bad_argument("probe_interval", probe_interval, "a number of seconds >= 0",
-                                          "pass probe_interval=0.1 (the default)"))
-        if leak_options is not None and not isinstance(leak_options, dict):
-            raise ValueError(bad_argument("leak_options", leak_options, "a dict of leak-check settings, or None",
-                                          "pass e.g. leak_options={\"window\": 5}, or leave it out"))
         super().__init__(ResourceSampler(interval, gpu=gpu, max_samples=max_samples), leak_check=leak_check,
                          leak_options=leak_options, probe_interval=probe_interval, on_leak=self._show_leak)
         self.window = window

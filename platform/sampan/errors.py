@@ -100,6 +100,19 @@ def bad_argument(name: str, value: Any, expected: str, fix: str | None = None) -
     return msg
 
 
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a finite real number: an int or a float, not a bool, a string of digits, NaN or inf.
+
+    Example:
+        >>> from sampan.errors import is_number
+        >>> is_number(0.5), is_number("0.5"), is_number(True), is_number(float("nan"))
+        (True, False, False, False)
+    """
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def check_int(name: str, value: Any, *, minimum: int = 1, fix: str | None = None) -> int:
     """Returns ``value`` when it is an int (not a bool) of at least ``minimum``; else a ValueError naming it.
 

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import base64
-import math
 from typing import Any, Callable
 
 import ipywidgets as W
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, is_number
 
 
 class Panel(W.VBox):
@@ -35,8 +34,7 @@ def check_number(name: str, value: Any, *, fix: str, zero_ok: bool = False) -> f
         >>> check_number("refresh_s", 2, fix="pass refresh_s=2")
         2
     """
-    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not (number and (value >= 0 if zero_ok else value > 0)):
+    if not (is_number(value) and (value >= 0 if zero_ok else value > 0)):
         expected = "a number >= 0" if zero_ok else "a number greater than 0"
         raise ValueError(bad_argument(name, value, expected, fix))
     return value

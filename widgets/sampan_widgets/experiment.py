@@ -12,20 +12,14 @@ from sampan_widgets._draw import COLORS, new_figure, to_png
 from sampan_widgets._i18n import tr
 
 
-def _is_number(value: Any) -> bool:
-    import math
-
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _check_arguments(make_model: Any, lr: Any, batch_sizes: Any, epochs: Any) -> None:
     """ExperimentPanel's arguments, each refused with a message naming it (not a slider's TraitError)."""
-    from sampan.errors import bad_argument
+    from sampan.errors import bad_argument, is_number
 
     if not callable(make_model):
         raise ValueError(bad_argument("make_model", make_model, "a function lr -> a prepared sampan.Model",
                                       "pass the function itself, e.g. ExperimentPanel(make_model, train_set)"))
-    ok = isinstance(lr, (tuple, list)) and len(lr) == 3 and all(_is_number(v) and v > 0 for v in lr)
+    ok = isinstance(lr, (tuple, list)) and len(lr) == 3 and all(is_number(v) and v > 0 for v in lr)
     if not (ok and lr[0] < lr[1] and lr[0] <= lr[2] <= lr[1]):
         raise ValueError(bad_argument("lr", lr, "(min, max, value): three numbers > 0 with min < max and the value "
                                       "between them", "pass lr=(1e-4, 1.0, 1e-2)"))

@@ -4,9 +4,8 @@ from __future__ import annotations
 import collections
 import logging
 import warnings
-from typing import Any
 
-from sampan.errors import bad_argument
+from sampan.errors import bad_argument, is_number
 
 _log = logging.getLogger("sampan.monitor")
 _MiB = 1024 * 1024
@@ -14,10 +13,6 @@ _MiB = 1024 * 1024
 
 class MemoryLeakWarning(UserWarning):
     """Memory grew over many consecutive training steps."""
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class LeakDetector:
@@ -51,12 +46,12 @@ class LeakDetector:
                  name: str = "memory") -> None:
         if not isinstance(window, int) or window < 4:
             raise ValueError(bad_argument("window", window, "an int >= 4 (steps looked at together)"))
-        if not _number(tolerance) or not 0 <= tolerance < 0.5:
+        if not is_number(tolerance) or not 0 <= tolerance < 0.5:
             raise ValueError(bad_argument("tolerance", tolerance, "a fraction in [0, 0.5)", "pass e.g. tolerance=0.1"))
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
             raise ValueError(bad_argument("warmup", warmup, "an int >= 0 (steps ignored at the start)",
                                           "pass e.g. warmup=5"))
-        if not _number(min_growth) or min_growth < 0:
+        if not is_number(min_growth) or min_growth < 0:
             raise ValueError(bad_argument("min_growth", min_growth, "a number of bytes >= 0",
                                           "pass e.g. min_growth=4 * 1024 ** 2 for 4 MiB"))
         self.window, self.warmup, self.min_growth, self.tolerance, self.name = window, warmup, min_growth, tolerance, name

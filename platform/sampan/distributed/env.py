@@ -154,8 +154,9 @@ def _file_store(folder: str) -> str:
 
     Why not the TCP store that ``MASTER_ADDR`` / ``MASTER_PORT`` describe: torch's store listens on all interfaces
     (``MASTER_ADDR=127.0.0.1`` only says where the ranks connect) and has no authentication, so another user of the
-    machine, or another host, could read and rewrite the addresses through which the ranks connect, and the ranks
-    unpickle what they exchange (``all_gather_object``). A file in a folder only this user may enter is reachable
+    machine, or another host, could read and rewrite the addresses through which the ranks connect (Sampan's own
+    exchanges are read without pickle, :func:`sampan.distributed.strategy.gather_values`, but a program's
+    ``all_gather_object`` unpickles what it receives). A file in a folder only this user may enter is reachable
     by no one else. A file store must be new for each group: the n-th group of every rank uses file n (named after
     the job's port too: a job that a rank starts in turn inherits the variable, with a port of its own)."""
     try:

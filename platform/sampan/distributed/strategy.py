@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import io
+import pickle
 import re
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
@@ -102,9 +105,7 @@ class DDPStrategy(Strategy):
         sampler = _shard_sampler(loader, self.world_size)
         if sampler is None:
             return batches
-        everyone: list[Any] = [None] * self.world_size
-        dist.all_gather_object(everyone, batches, group=self._barrier_group)
-        return _interleave(everyone, len(sampler.dataset))
+        return _interleave(gather_values(batches, self._barrier_group), len(sampler.dataset))
 
     def gather_rows(self, values: list[Any]) -> list[list[Any]]:
         """Every rank's rows of ``values`` (one evaluation batch's outputs and labels, the padding cut), on every
@@ -112,13 +113,11 @@ class DDPStrategy(Strategy):
         dimension: one batch, the ranks' rows in turn (the data's order under a ``DistributedSampler``: rank r's
         row k is sample ``r + k * world``); else each rank's batch in turn. Batches without rows are left out.
         Shapes may differ across ranks (variable-length outputs: torchmetrics' ``gather_all_tensors`` pads and
-        trims); ``all_gather_object`` for values that are not tensors."""
+        trims); :func:`gather_values` for values that are not tensors."""
         if self.world_size == 1:
             return [list(values)]
         if not all(isinstance(v, torch.Tensor) for v in values):
-            everyone: list[Any] = [None] * self.world_size
-            dist.all_gather_object(everyone, list(values), group=self._barrier_group)
-            return [list(v) for v in everyone]
+            return [list(v) for v in gather_values(list(values), self._barrier_group)]
         from torchmetrics.utilities.distributed import gather_all_tensors
 
         on_gpu = bool(values) and all(v.is_cuda for v in values) and "nccl" in str(dist.get_backend())
@@ -148,6 +147,79 @@ class DDPStrategy(Strategy):
     def barrier(self) -> None:
         if self.world_size > 1:
             monitored_barrier(self.timeout, group=self._barrier_group)
+
+
+def gather_values(value: Any, group: Any = None) -> list[Any]:
+    """Every rank's ``value`` (tensors, NumPy arrays, numbers, strings, and lists, tuples and dicts of them), in
+    rank order, on every rank: ``all_gather_object`` without its pickle.
+
+    ``all_gather_object`` unpickles what the other ranks send, and pickle runs whatever code the bytes name. gloo's
+    connections between the ranks are plain TCP on the loopback interface, which any user of the machine can reach
+    (a class's shared server): bytes that are not a rank's could run code in every rank. Here each rank's value
+    travels as ``torch.save`` bytes and is read with ``torch.load(weights_only=True)``, which builds tensors and
+    plain containers (and NumPy arrays) and refuses anything that would call code. Values of other types (an
+    object of your own) raise :class:`DistributedError` on every rank alike (no rank is left waiting).
+
+    Example:
+        >>> import torch
+        >>> from sampan.distributed.strategy import gather_values
+        >>> gather_values(["a", torch.tensor([1, 2])])  # one process: this rank's alone
+        [['a', tensor([1, 2])]]
+    """
+    world = dist.get_world_size(group) if dist.is_initialized() else 1
+    buffer = io.BytesIO()
+    try:
+        torch.save(value, buffer)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise DistributedError(_unsendable(value, exc)) from exc
+    mine = torch.frombuffer(bytearray(buffer.getbuffer()), dtype=torch.uint8)
+    if world == 1:
+        payloads = [mine]
+    else:
+        sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+        dist.all_gather(sizes, torch.tensor([mine.numel()], dtype=torch.int64), group=group)
+        longest = max(int(size) for size in sizes)
+        padded = torch.zeros(longest, dtype=torch.uint8)
+        padded[:mine.numel()] = mine
+        everyone = [torch.empty(longest, dtype=torch.uint8) for _ in range(world)]
+        dist.all_gather(everyone, padded, group=group)
+        payloads = [data[:int(size)] for data, size in zip(everyone, sizes)]
+    on = _local_cuda(value) or "cpu"
+    arrays = [np.empty(0).__reduce__()[0], np.ndarray, np.dtype,  # NumPy's _reconstruct, wherever NumPy keeps it
+              *(t for t in vars(getattr(np, "dtypes", np)).values() if isinstance(t, type) and issubclass(t, np.dtype))]
+    values = []
+    for rank, payload in enumerate(payloads):
+        try:
+            with torch.serialization.safe_globals(arrays):  # NumPy arrays too: data, as torch's docs allow
+                values.append(torch.load(io.BytesIO(payload.numpy().tobytes()), map_location=on, weights_only=True))
+        except Exception as exc:  # weights_only refuses the type: every rank reads every payload and fails here
+            raise DistributedError(_unsendable(value, exc, rank)) from exc
+    return values
+
+
+def _unsendable(value: Any, exc: BaseException, rank: int | None = None) -> str:
+    found = re.search(r"(?i)unsupported global:?\s+(?:GLOBAL\s+)?([\w.]+)", str(exc))
+    said = f"it would call {found.group(1)}" if found else f"torch said: {first_line(exc)}"
+    who = "this rank's values" if rank is None else f"rank {rank}'s values"
+    return (f"Cannot pass {who} between the ranks safely ({said}): only tensors, NumPy arrays, numbers, strings "
+            f"and lists, tuples and dicts of them travel, read with torch.load(weights_only=True) so that bytes from "
+            f"the network never run code. HINT: turn objects of your own into tensors (in the network's outputs, or "
+            f"in the collate_fn for the labels).")
+
+
+def _local_cuda(value: Any) -> torch.device | None:
+    """The CUDA device of the first CUDA tensor in ``value``, else None (then values are read onto the CPU)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            if item.is_cuda:
+                return item.device
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return None
 
 
 def _shard_sampler(loader: Any, world_size: int) -> DistributedSampler | None:

@@ -32,8 +32,12 @@ from sampan.utils.imports import require
 
 
 # modules the fork server imports once, so that every later launch forks ranks that have them already (a launch
-# then starts in about 0.1 s instead of the 3-4 s a fresh interpreter spends importing torch)
-_PRELOAD = ("torch", "torch.distributed", "sampan", "sampan.distributed.launcher", "sampan.hapi.model", "sampan.data")
+# then starts in about 0.1 s instead of the 3-4 s a fresh interpreter spends importing torch). torch._dynamo too:
+# torch imports it when the first optimizer is built (Optimizer.add_param_group is wrapped by torch._disable_dynamo),
+# 1.5-1.8 CPU-s in every rank that trains; preloaded, a 2-rank Model.fit launch took 0.07 CPU-s a rank instead and
+# 4.5-5.0 s instead of 8.6 s (2 cores, BENCHMARKS.md, thirty-eighth session)
+_PRELOAD = ("torch", "torch.distributed", "torch._dynamo", "sampan", "sampan.distributed.launcher", "sampan.hapi.model",
+            "sampan.data")
 
 
 def _worker(local_rank: int, payload: bytes, nprocs: int, port: int, threads: int, result_dir: str,

@@ -110,15 +110,19 @@ class InputSpec:
     def example(self, batch: int = 2, fill: int = 4, like: Sequence[int] | None = None) -> torch.Tensor:
         """A random tensor matching the spec; dynamic dims take ``batch`` (dim 0), else their size in ``like``
         (a shape of this rank, e.g. the traced example's), else ``fill``."""
-        if like is not None and len(like) != len(self.shape):
-            like = None
-        shape = [d if d is not None else (batch if i == 0 else fill if like is None else like[i])
-                 for i, d in enumerate(self.shape)]
+        shape = self.sample_shape(batch=batch, fill=fill, like=like)
         if self.torch_dtype.is_floating_point:
             return torch.randn(shape, dtype=self.torch_dtype)
         if self.torch_dtype == torch.bool:
             return torch.zeros(shape, dtype=torch.bool)
         return torch.randint(0, 2, shape, dtype=self.torch_dtype)
+
+    def sample_shape(self, batch: int = 2, fill: int = 4, like: Sequence[int] | None = None) -> list[int]:
+        """The shape :meth:`example` gives its tensor, computed without allocating anything."""
+        if like is not None and len(like) != len(self.shape):
+            like = None
+        return [d if d is not None else (batch if i == 0 else fill if like is None else like[i])
+                for i, d in enumerate(self.shape)]
 
     def check(self, value: Any, *, where: str = "input") -> None:
         """Raises ``ValueError`` naming the input when ``value`` does not fit the spec."""
@@ -236,10 +240,20 @@ def example_inputs(specs: list[InputSpec], *, batch: int = 2, fill: int = 8, see
         >>> [t.shape for t in example_inputs([InputSpec([None, 1, None, None])], batch=3, like=[[2, 1, 28, 28]])]
         [torch.Size([3, 1, 28, 28])]
     """
-    likes = list(like) if like is not None and len(like) == len(specs) else [None] * len(specs)
+    likes = _likes(specs, like)
     state = torch.random.get_rng_state()
     try:
         torch.manual_seed(seed)
         return tuple(s.example(batch=batch, fill=fill, like=shape) for s, shape in zip(specs, likes))
     finally:
         torch.random.set_rng_state(state)
+
+
+def sample_shapes(specs: list[InputSpec], *, batch: int = 2, fill: int = 8,
+                  like: Sequence[Sequence[int]] | None = None) -> list[list[int]]:
+    """The shapes :func:`example_inputs` gives its tensors for the same arguments, computed without allocating."""
+    return [s.sample_shape(batch=batch, fill=fill, like=shape) for s, shape in zip(specs, _likes(specs, like))]
+
+
+def _likes(specs: list[InputSpec], like: Sequence[Sequence[int]] | None) -> list:
+    return list(like) if like is not None and len(like) == len(specs) else [None] * len(specs)

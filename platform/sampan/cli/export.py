@@ -124,15 +124,18 @@ def _read_state(checkpoint: Path, torch) -> dict:
 def _from_pt2(path: Path, specs):
     from sampan.jit import _artifacts as art
     from sampan.jit import _safety
-    from sampan.jit._specs import example_shapes
-    from sampan.spec import example_inputs
+    from sampan.jit._specs import example_shapes, file_samples
 
     prefix = art.prefix_of(path)
     meta = art.read_metadata(prefix)
     file = art.check_artifact(prefix, meta, "pt2")
     specs = specs or meta["_specs"]
-    # traced again at the sizes it was exported with (a network may need more than the default 8)
-    examples = example_inputs(specs, batch=2, like=example_shapes(meta, specs))
+    # traced again at the sizes it was exported with (a network may need more than the default 8); the meta file's
+    # sizes are refused, naming the input, before a sample too large is allocated
+    fix = ("pass --input-spec NAME:DTYPE:SHAPE for each input with its real shape, its variable dimensions None "
+           "(e.g. --input-spec x:float32:None,4), or ask whoever sent the model to export it again")
+    examples = file_samples(specs, batch=2, seed=0, like=example_shapes(meta, specs), source=art.meta_path(prefix),
+                            fix=fix)
     return _safety.load_pt2(file), specs, meta["outputs"], examples
 
 

@@ -15,7 +15,8 @@ from sampan.inference import bf16, winograd
 from sampan.inference.config import Config
 from sampan.jit import _artifacts as art
 from sampan.jit import amx as jit_amx
-from sampan.jit._specs import allclose, check_inputs, example_inputs, example_shapes, flatten_outputs, max_abs_diff
+from sampan.jit._specs import (allclose, check_file_samples, check_inputs, example_shapes, file_samples,
+                               flatten_outputs, max_abs_diff)
 from sampan.jit.save_load import read_export_metadata
 from sampan.spec import InputSpec
 
@@ -165,7 +166,11 @@ class Predictor:
                              "HINT: call config.disable_gpu() to run on the CPU.")
         if config.cpu_math_library_num_threads():
             torch.set_num_threads(config.cpu_math_library_num_threads())
-        self.backend, self._run = self._choose(_candidates(config, self._meta))
+        names = _candidates(config, self._meta)
+        if config.warmup_steps or len(names) > 1:  # refused before a backend is loaded: no sample for these specs
+            check_file_samples(self._specs, batch=2 if len(names) > 1 else 1, like=self._example_shapes,
+                               source=art.meta_path(config.prefix), fix=_SAMPLE_FIX)
+        self.backend, self._run = self._choose(names)
         self.warmup()
 
     # -- selection ---------------------------------------------------------------------------------
@@ -368,14 +373,19 @@ class Predictor:
 
     def warmup(self, steps: int | None = None) -> None:
         """Runs ``steps`` (default ``config.warmup_steps``) calls on a sample so the first real call is fast."""
+        steps = self.config.warmup_steps if steps is None else steps
+        if not steps:
+            return  # no sample built: a model too large for one is served this way (Config.set_warmup(0))
         sample = self._sample(batch=1, seed=3)
-        for _ in range(self.config.warmup_steps if steps is None else steps):
+        for _ in range(steps):
             self._run(sample)
 
     def _sample(self, *, batch: int, seed: int) -> list[np.ndarray]:
         """Random inputs at ``batch``, other dynamic dimensions at the sizes the model was exported with
-        (``example_shapes`` in meta.json; 8 for files written before Sampan kept them)."""
-        return [t.numpy() for t in example_inputs(self._specs, batch=batch, seed=seed, like=self._example_shapes)]
+        (``example_shapes`` in meta.json; 8 for files written before Sampan kept them); refused, naming the input,
+        before anything is allocated when the meta file's shapes make one too large (``UnsafeFileError``)."""
+        return [t.numpy() for t in file_samples(self._specs, batch=batch, seed=seed, like=self._example_shapes,
+                                                source=art.meta_path(self.config.prefix), fix=_SAMPLE_FIX)]
 
     def __getattr__(self, name: str) -> Any:
         if name in _PADDLE_HANDLES:
@@ -395,6 +405,12 @@ class Predictor:
         return (f"Predictor(backend={self.backend!r}, precision={self.precision!r}, device={self.config.device!r}, "
                 f"inputs=[{specs}])")
 
+
+# what to do when the samples the predictor builds from a meta file's InputSpecs would be too large
+_SAMPLE_FIX = ("a model you exported yourself whose input is that large for real is served on real inputs without "
+               "samples (they are built only to choose a backend and to warm up): call config.set_warmup(0) and "
+               "config.set_backend('pt2') (or 'onnxruntime'). A model from someone else: ask them to export it "
+               "again with the input's real shape, its variable dimensions None.")
 
 # Paddle Inference's handle API (and its older names): refused with a pointer to run([array])
 _PADDLE_HANDLES = frozenset({"get_input_handle", "get_output_handle", "get_input_tensor", "get_output_tensor",

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Sequence
 
 import torch
 
-from sampan.errors import bad_argument
-from sampan.spec import InputSpec, example_inputs, normalize_specs  # one home: sampan.spec
+from sampan.errors import UnsafeFileError, bad_argument
+from sampan.spec import InputSpec, example_inputs, normalize_specs, sample_shapes  # one home: sampan.spec
 
 
 def require_specs(input_spec: Any, *, what: str) -> list[InputSpec]:
@@ -92,7 +93,34 @@ def example_shapes(meta: dict, specs: list[InputSpec]) -> list[list[int]] | None
     return shapes
 
 
-_MAX_SAMPLE_ELEMENTS = 1 << 24  # 16 M elements per input: a 2 x 3 x 1024 x 1024 image batch is 6.3 M
+# The one cap on samples built from a model file (its InputSpecs and traced shapes): the predictor's backend choice
+# and warm-up, `sampan export` of a .pt2. The meta file holds no checksum of its own, so its shapes are whatever its
+# sender wrote, and [None, 100000, 100000] asks for a 40 GB randn. 64 M elements (256 MiB of float32) per input is
+# 10x a batch of two 3 x 1024 x 1024 images (6.3 M) and 2.7x a batch of two 3 x 2048 x 2048 ones, while a few such
+# samples stay within a small machine's memory; a model whose inputs are larger for real is served on real inputs.
+_MAX_SAMPLE_ELEMENTS = 1 << 26
+
+
+def check_file_samples(specs: list[InputSpec], *, batch: int, like: Sequence[Sequence[int]] | None, source: Any,
+                       fix: str, fill: int = 8) -> None:
+    """Raises :class:`~sampan.errors.UnsafeFileError` naming the input when a sample :func:`file_samples` would
+    build for ``specs`` (read from the meta file ``source``) holds more than ``_MAX_SAMPLE_ELEMENTS`` elements;
+    nothing is allocated. ``fix`` is the caller's HINT."""
+    for spec, shape in zip(specs, sample_shapes(specs, batch=batch, fill=fill, like=like)):
+        if math.prod(shape) > _MAX_SAMPLE_ELEMENTS:
+            raise UnsafeFileError(
+                f"Refusing to build a sample for input {spec.name!r} of {os.fspath(source)!r}: the metadata file "
+                f"gives it the shape {spec.to_list()}, so a sample is {shape} ({math.prod(shape):,} elements), "
+                f"over the cap of {_MAX_SAMPLE_ELEMENTS:,} elements per input that Sampan builds from a model file "
+                f"(its sizes are whatever its sender wrote). HINT: {fix}", path=os.fspath(source), entry=spec.name)
+
+
+def file_samples(specs: list[InputSpec], *, batch: int, seed: int, like: Sequence[Sequence[int]] | None,
+                 source: Any, fix: str) -> tuple[torch.Tensor, ...]:
+    """:func:`~sampan.spec.example_inputs` for specs read from the meta file ``source``, refused by
+    :func:`check_file_samples` before anything is allocated when a sample would be over the cap."""
+    check_file_samples(specs, batch=batch, like=like, source=source, fix=fix)
+    return example_inputs(specs, batch=batch, seed=seed, like=like)
 
 
 def check_inputs(specs: list[InputSpec], values: Sequence[Any], *, where: str = "input") -> None:
@@ -192,3 +220,80 @@ def run_on_examples(layer: torch.nn.Module, specs: list[InputSpec], examples: Se
     finally:
         for handle in handles:
             handle.remove()
+
+
+class _Shown(str):
+    """Text that ``bad_argument`` echoes as written (its ``repr`` is itself, without quotes)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _spec_text(spec: InputSpec, prefix: str = "") -> str:
+    return f"{prefix}InputSpec({spec.to_list()}, {spec.dtype!r}, {spec.name!r})"
+
+
+def _tensor_text(tensor: torch.Tensor) -> str:
+    return f"{list(tensor.shape)} {str(tensor.dtype).replace('torch.', '')}"
+
+
+def _fitting(spec: InputSpec | None, tensor: torch.Tensor, index: int) -> str:
+    """The InputSpec that fits ``tensor``: ``spec``'s name and dynamic dimensions, with None also where its static
+    sizes differ; for another rank (or no spec) the tensor's shape with a dynamic batch."""
+    shape: list = list(tensor.shape)
+    if spec is not None and len(spec.shape) == len(shape):
+        shape = [None if want is None or want != got else got for got, want in zip(shape, spec.shape)]
+    elif shape:
+        shape[0] = None
+    name = spec.name if spec is not None else f"input_{index}"
+    return _spec_text(InputSpec(shape, tensor.dtype, name), prefix="sampan.")
+
+
+def check_call(specs: list[InputSpec], tensors: Sequence[torch.Tensor], *, callee: str) -> None:
+    """Raises ``ValueError`` when the tensors ``callee`` (``to_static``'s function) is called with contradict its
+    ``input_spec``: their count, a rank, a size the spec fixes, a dtype. The message names the spec, echoes the
+    tensor and writes the spec that would fit it.
+
+    Example:
+        >>> check_call([InputSpec([None, 4], "float32", "x")], [torch.ones(2, 4)], callee="f")
+        >>> check_call([InputSpec([None, 4], "int64", "x")], [torch.ones(2, 4)], callee="f")
+        Traceback (most recent call last):
+        ...
+        ValueError: Expected `input_spec[0]` to be an InputSpec that fits ... dtype float32 (shape [2, 4]) where the
+        spec says int64. ... HINT: write dtype='float32' in the InputSpec if float32 is right, else convert ...
+    """
+    if len(tensors) != len(specs):
+        given = ", ".join(_tensor_text(t) for t in tensors) or "none"
+        fitting = ", ".join(_fitting(specs[i] if i < len(specs) else None, t, i) for i, t in enumerate(tensors))
+        raise ValueError(bad_argument(
+            "input_spec", _Shown("[" + ", ".join(_spec_text(s) for s in specs) + "]"),
+            f"one InputSpec per tensor {callee} takes, but it holds {len(specs)} InputSpec(s) and {callee} was "
+            f"called with {len(tensors)} tensor(s) ({given})",
+            f"write input_spec=[{fitting}], one per tensor in the order {callee} takes them"
+            + (f", or pass {callee} all {len(specs)} inputs" if len(tensors) < len(specs) else "")))
+    for i, (spec, tensor) in enumerate(zip(specs, tensors)):
+        problem, fix = _contradiction(spec, tensor, i)
+        if problem:
+            raise ValueError(bad_argument(
+                f"input_spec[{i}]", _Shown(_spec_text(spec)),
+                f"an InputSpec that fits the tensor {callee} was called with for input {spec.name!r}: {problem}", fix))
+
+
+def _contradiction(spec: InputSpec, tensor: torch.Tensor, index: int) -> tuple[str | None, str | None]:
+    """What in ``tensor`` the spec contradicts (rank, a static size, dtype) and the fix; (None, None) if nothing."""
+    shape, dtype = list(tensor.shape), str(tensor.dtype).replace("torch.", "")
+    if len(shape) != len(spec.shape):
+        return (f"a tensor of rank {len(shape)} (shape {shape}, {dtype}) where the spec has rank {len(spec.shape)}",
+                f"write input_spec=[{_fitting(spec, tensor, index)}] (None where the size varies, as the batch "
+                f"does), or pass tensors of rank {len(spec.shape)} as the spec says")
+    wrong = [(d, got, want) for d, (got, want) in enumerate(zip(shape, spec.shape)) if want is not None and got != want]
+    if wrong:
+        dim, got, want = wrong[0]
+        return (f"shape {shape} ({dtype}), whose dimension {dim} is {got} where the spec fixes it at {want}",
+                f"if that size varies, mark it dynamic: input_spec=[{_fitting(spec, tensor, index)}]; else resize "
+                f"the input to the spec's {spec.to_list()}")
+    if dtype != spec.dtype:
+        return (f"dtype {dtype} (shape {shape}) where the spec says {spec.dtype}",
+                f"write dtype='{dtype}' in the InputSpec if {dtype} is right, else convert the input: "
+                f"x.to(torch.{spec.dtype})")
+    return None, None

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from sampan.errors import SampanError, bad_argument
-from sampan.jit._specs import allclose, max_abs_diff, normalize_specs
+from sampan.jit._specs import allclose, check_call, max_abs_diff, normalize_specs
 
 Status = Literal["pending", "compiled", "eager"]
 
@@ -34,7 +34,7 @@ class StaticFunction:
     """A function or ``forward`` compiled by ``torch.compile`` the first time it runs.
 
     Dynamic dimensions (``None`` in the ``InputSpec``) are marked so that other batch sizes
-    reuse the graph. Use :func:`to_static` to build one.
+    reuse the graph; a call the ``InputSpec`` contradicts raises a ``ValueError``. Use :func:`to_static` to build one.
 
     Attributes:
         status: ``"pending"`` before the first call, ``"compiled"`` or ``"eager"`` (fell back).
@@ -87,6 +87,17 @@ class StaticFunction:
         self._eager_shape: tuple | None = None
         self._frozen_backend: FrozenBackend | None = None  # the frozen graph's, when "auto" rewrites or probes it
         functools.update_wrapper(self, fn)
+
+    @property
+    def input_spec(self) -> list | None:
+        """The ``InputSpec`` list every call is checked against (``None`` dims dynamic), or None."""
+        return self._input_spec
+
+    @input_spec.setter
+    def input_spec(self, input_spec) -> None:
+        self._input_spec = specs = normalize_specs(input_spec)
+        self._dynamic_dims = () if specs is None else tuple(list(s.dynamic_dims) for s in specs)
+        self._admitted: list | None = None  # the (shape, dtype) of each tensor of the last call the check passed
 
     # -- descriptor: @to_static on a method binds like a function ---------------------------------
     def __get__(self, instance, owner=None):
@@ -200,13 +211,27 @@ class StaticFunction:
             return "rewrite"
         return "timed" if torch.backends.cpu.get_cpu_capability() == "AVX512" else None
 
-    def _mark_dynamic(self, args: tuple) -> None:
+    def _checked(self, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+        """This call's tensors (positional, then keyword), checked against ``input_spec``: a count, rank, size the spec
+        fixes or dtype they contradict raises a ValueError that names the spec and the fix (as Paddle's to_static
+        refuses them), before anything compiles for them. Only tensors unlike the last call's are checked in full
+        (once per new shape): a call shaped like the last costs one comparison per tensor (under 1 us)."""
+        if self._input_spec is None:
+            return []
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if self.input_spec is None or len(tensors) != len(self.input_spec):
-            return
-        for tensor, spec in zip(tensors, self.input_spec):
-            if spec.dynamic_dims and tensor.dim() == len(spec.shape):
-                torch._dynamo.mark_dynamic(tensor, list(spec.dynamic_dims))
+        if kwargs:
+            tensors += [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
+        seen = [(t.shape, t.dtype) for t in tensors]
+        if seen != self._admitted:
+            check_call(self._input_spec, tensors, callee=self._name())
+            self._admitted = seen
+        return tensors
+
+    def _mark_dynamic(self, args: tuple, kwargs: dict) -> None:
+        """Checks the call (:meth:`_checked`) and marks the dimensions its ``input_spec`` leaves dynamic."""
+        for tensor, dims in zip(self._checked(args, kwargs), self._dynamic_dims):
+            if dims:
+                torch._dynamo.mark_dynamic(tensor, dims)
 
     def _use_frozen(self, module: nn.Module | None) -> bool:
         """Frozen (weights as constants) only for inference, and only while the weights are unchanged."""
@@ -257,8 +282,8 @@ class StaticFunction:
         return self.original(*args, **kwargs)
 
     def _call_compiled(self, args: tuple, kwargs: dict, winograd: bool = False) -> Any:
+        self._mark_dynamic(args, kwargs)
         frozen = self._use_frozen(self._module(args))
-        self._mark_dynamic(args)
         if frozen:
             variant = "winograd" if winograd else True
             # inductor reads `freezing` from its global config while it compiles (first call, and a
@@ -296,7 +321,11 @@ class StaticFunction:
                 and isinstance(args[0], torch.Tensor) and (args[0].shape, args[0].dtype) == fast[1][0]
                 and not fast[0].training and self.choices.get(fast[1]) is fast[2]):
             return self._run_eager(fast[2], args, kwargs)  # the same shape as last time (analysis modes too)
-        if self.status == "eager" or _analysis_mode_on():
+        if self.status == "eager":  # fell back: its calls fit the spec too, as its first one did
+            if not _analysis_mode_on():
+                self._checked(args, kwargs)
+            return self.original(*args, **kwargs)
+        if _analysis_mode_on():  # FLOP counts, summaries: a measurement, not a call the spec governs
             return self.original(*args, **kwargs)
         if self._training_call(args) and (self._train_path is not None or self._probes_training(args)):
             return self._train(args, kwargs)
@@ -358,6 +387,7 @@ class StaticFunction:
         if self._train_path is None:
             self._choose_training(args, kwargs)
         if self._train_path == "eager" or self.status == "eager":
+            self._checked(args, kwargs)  # the compiled path checks them too: the faster path must not change that
             return self.original(*args, **kwargs)
         if self.status == "pending":  # restored from a checkpoint before the first call
             return self._first_call(args, kwargs)
@@ -521,6 +551,7 @@ class StaticFunction:
         return True
 
     def _first_call(self, args: tuple, kwargs: dict) -> Any:
+        self._checked(args, kwargs)  # before the try: a call the spec refuses is the caller's mistake, not a compile's
         start = time.perf_counter()
         try:
             out = self._run_compiled(args, kwargs)
@@ -798,7 +829,11 @@ def to_static(layer_or_function: Callable | None = None, input_spec=None, *, bac
             options, as every instance of such a class does (this call's ``input_spec`` where the decorator gave
             none and nothing ran yet): its graphs, choices, training path, layout and optimizer settings belong to
             that layer, not to every instance.
-        input_spec: ``sampan.InputSpec`` list; ``None`` dims are dynamic.
+        input_spec: ``sampan.InputSpec`` list, one per tensor the function takes; ``None`` dims are dynamic. Calls
+            are checked against it, as Paddle checks them: the first call whose tensors contradict it (another
+            count, rank or dtype, or a size where the spec has a number) raises a ``ValueError`` naming the spec
+            and the fix, before anything compiles for it (once per new shape; a call shaped like the last costs a
+            comparison per tensor). Calls under ``FlopCounterMode`` and similar analysis modes are not checked.
         backend: a ``torch.compile`` backend: ``"inductor"``, ``"aot_eager"``, ``"eager"``...
         full_graph: raise instead of falling back when there are graph breaks.
         verify: compare the first compiled (eval-mode) output with eager within ``rtol`` / ``atol``

@@ -146,3 +146,79 @@ def test_asking_for_onnx_runtime_without_an_onnx_file_points_to_onnx_export(expo
     config.set_backend("onnxruntime")
     with pytest.raises(MissingModelError, match=r"has no 'onnx' artifact.*sampan\.onnx\.export\(\.\.\.\)"):
         create_predictor(config)
+
+
+# -- to_static(net, input_spec=[...]) called with inputs the spec contradicts ------------------------------------
+class _AnySize(nn.Module):
+    """Takes images of any rank >= 3 and any size, as many learners' networks do (flatten, global pooling)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3, padding=1)
+        self.head = nn.Linear(2, 3)
+
+    def forward(self, x):
+        return self.head(self.conv(x).mean(dim=(-2, -1)))
+
+
+class _TwoInputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+
+    def forward(self, x, mask):
+        return self.linear(x) * mask
+
+
+def _static(net: nn.Module, spec: list, **options) -> nn.Module:
+    return sampan.jit.to_static(net, input_spec=spec, backend="eager", **options)
+
+
+def test_to_static_spec_of_the_wrong_rank_is_refused_at_the_first_call():
+    net = _static(nn.Sequential(nn.Flatten(), nn.Linear(784, 3)), [InputSpec([None, 28, 28])])
+    with pytest.raises(ValueError, match=r"(?s)`input_spec\[0\]`.*rank 4.*\[2, 1, 28, 28\].*rank 3.*HINT: write "
+                                         r"input_spec=\[sampan\.InputSpec\(\[None, 1, 28, 28\], 'float32'"):
+        net(torch.randn(2, 1, 28, 28))
+    assert net.forward.status == "pending"  # nothing compiled for the wrong rank
+    assert net(torch.randn(2, 28, 28)).shape == (2, 3)  # the spec's rank still works
+    assert net.forward.status == "compiled"
+
+
+@pytest.mark.parametrize("net, spec, inputs", [
+    (_TwoInputs, [InputSpec([None, 4], name="x")], (torch.ones(2, 4), torch.ones(2, 1))),
+    (lambda: nn.Linear(4, 3), [InputSpec([None, 4], name="x"), InputSpec([None, 1], name="mask")], (torch.ones(2, 4),)),
+], ids=["too-few-specs", "too-many-specs"])
+def test_to_static_wrong_number_of_specs_is_refused(net, spec, inputs):
+    static = _static(net(), spec)
+    with pytest.raises(ValueError, match=rf"(?s)`input_spec`.*{len(spec)} InputSpec.*called with {len(inputs)} "
+                                         r"tensor.*HINT: write input_spec=\[sampan\.InputSpec\(\[None, 4\]"):
+        static(*inputs)
+    assert static.forward.status == "pending"
+
+
+def test_to_static_dtype_contradicting_the_spec_is_refused():
+    net = _static(nn.Linear(4, 3), [InputSpec([None, 4], "int64", "ids")])
+    with pytest.raises(ValueError, match=r"(?s)`input_spec\[0\]`.*'ids'.*dtype float32.*int64.*HINT: .*"
+                                         r"dtype='float32'.*x\.to\(torch\.int64\)"):
+        net(torch.randn(2, 4))
+
+
+def test_to_static_static_dimension_contradicted_at_the_first_call():
+    net = _static(_AnySize(), [InputSpec([None, 1, 28, 28], name="image")])
+    with pytest.raises(ValueError, match=r"(?s)`input_spec\[0\]`.*'image'.*\[2, 1, 32, 32\].*dimension 2 is 32.*"
+                                         r"28.*HINT: .*InputSpec\(\[None, 1, None, None\]"):
+        net(torch.randn(2, 1, 32, 32))
+
+
+@pytest.mark.parametrize("mode", ["inference", "inference-timed", "training", "training-timed"])
+def test_to_static_static_dimension_contradicted_by_a_later_call(mode):
+    """A first call that fits the spec compiles; a later one with a size the spec fixes otherwise would recompile
+    with that dimension dynamic (torch's automatic dynamic shapes), never saying the spec is wrong."""
+    net = _static(_AnySize(), [InputSpec([None, 1, 28, 28], name="image")], pick_faster=mode.endswith("timed"))
+    net.train(mode.startswith("training"))
+    with torch.set_grad_enabled(mode.startswith("training")):
+        net(torch.randn(2, 1, 28, 28))
+        net(torch.randn(5, 1, 28, 28))  # the batch is dynamic
+        with pytest.raises(ValueError, match=r"(?s)`input_spec\[0\]`.*\[2, 1, 32, 32\].*dimension 2 is 32"):
+            net(torch.randn(2, 1, 32, 32))
+        assert net(torch.randn(3, 1, 28, 28)).shape == (3, 3)

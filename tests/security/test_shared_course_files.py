@@ -183,3 +183,22 @@ def test_a_zoo_transformer_cannot_repeat_one_layers_bytes_or_broadcast_a_table()
     _zoo_entry("broadcast", {**config, "vocab_size": 4}, {**state, "embedding.weight": row.expand(4, 4)})
     with pytest.raises(CheckpointError, match=r"repeat the same bytes"):
         load_pretrained("broadcast")
+
+
+
+def test_a_translation_of_a_cell_in_ipythons_syntax_builds_but_its_commands_cannot_change():
+    """``x = !ls`` and ``t = %time f()`` are not Python, but IPython runs them as calls: a translation of the cell's
+    words builds; one that changes the shell command or the magic's code inside them is refused."""
+    from sampan.path.lang import build_notebook
+
+    code = '# the files here\nfiles = !ls\nprint("found", len(files))\n'
+    built = build_notebook(_notebook(code, {"the files here": "这里的文件"}, {'"found"': '"找到"'}), "zh")
+    assert built["cells"][0]["source"] == '# 这里的文件\nfiles = !ls\nprint("找到", len(files))\n'
+    # a comment after `x = !cmd` is the shell's (IPython passes it on): part of the command too
+    with pytest.raises(UnsafeFileError, match=r"change what code cell 0 does"):
+        build_notebook(_notebook("files = !ls  # the files here\n", {"the files here": "这里的文件"}, {}), "zh")
+    for code, strings in [('out = !echo "hi"\n', {'"hi"': '"$(touch pwned)"'}),
+                          ('t = %time print("hi")\n', {'"hi"': '"hi", open("pwned", "w")'}),
+                          ('t = %time print("hi")\n', {'"hi"': '"你好"'})]:
+        with pytest.raises(UnsafeFileError, match=r"change what code cell 0 does"):
+            build_notebook(_notebook(code, {}, strings), "zh")

@@ -129,17 +129,35 @@ def _translation_problem(source: str, built: str) -> str | None:
         return "it changes a shell (!) or magic (%) line"
     trees = []
     for code in (source, built):
-        masked = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n"))
         try:
-            trees.append(ast.dump(_WordsBlanked().visit(ast.parse(masked))))
+            trees.append(ast.dump(_WordsBlanked().visit(ast.parse(_as_python(code)))))
         except SyntaxError as exc:
             return f"{'it' if code is built else 'the cell before translation'} does not parse as Python ({exc.msg})"
     return None if trees[0] == trees[1] else "its Python differs in more than the text of its strings"
 
 
+def _as_python(code: str) -> str:
+    """The Python that IPython runs for a code cell: its own transformations (``x = !ls`` is ``x =
+    get_ipython().getoutput('ls')``, ``%time f()`` a ``run_line_magic`` call), so that a cell using IPython's syntax
+    is compared as IPython runs it; without IPython, the cell with its shell and magic lines left out."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n"))
+    return TransformerManager().transform_cell(code)
+
+
 class _WordsBlanked(ast.NodeTransformer):
     """A tree with every string's text left out (an f-string keeps its fields, sorted): two cells that differ only
-    in the words they show give the same tree."""
+    in the words they show give the same tree. The strings given to ``get_ipython()``'s methods (what IPython's
+    syntax becomes: shell commands, magics) are code and stay as they are."""
+
+    def visit_Call(self, node: Any) -> Any:
+        owner = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "get_ipython"
+                and not owner.args and not owner.keywords):
+            return node  # kept whole: its arguments run as a shell command or a magic
+        return self.generic_visit(node)
 
     def visit_Constant(self, node: Any) -> Any:
         return ast.JoinedStr(values=[]) if isinstance(node.value, str) else node
@@ -269,7 +287,7 @@ def string_problems(nb: Mapping, lang: str) -> list[str]:
         if built == code or code.lstrip().startswith("%%"):
             continue
         try:
-            ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in built.split("\n")))
+            ast.parse(_as_python(built))
         except SyntaxError as exc:
             problems.append(f"cell {i} does not parse once its strings are translated ({lang}): {exc.msg}, "
                             f"line {exc.lineno}")

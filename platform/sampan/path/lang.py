@@ -172,6 +172,8 @@ class _WordsBlanked(ast.NodeTransformer):
 # not translated: tool directives, and the exercise marker that the feedback names (sampan.path.exercise)
 _DIRECTIVE = re.compile(r"^(noqa|type:|pragma|fmt:|pylint|doctest|isort|ruff)\b|^YOUR ANSWER$")
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
+# IPython's `x = !ls` and `t = %time f()`: the rest of the line, comment included, is the command's
+_IPYTHON_ASSIGN = re.compile(r"^\s*[\w.,\s]+=\s*[!%]")
 
 
 def comment_table(nb: Mapping, lang: str) -> dict[str, str]:
@@ -183,11 +185,12 @@ def code_comments(source: str) -> list[tuple[int, int, str]]:
     """The Python comments of a code cell that are prose: ``(line index, column of "#", text after "#")``.
 
     Tool directives (``# noqa``, ``# type: ...``) and comments without a word are left out; so is a cell that is
-    not Python (a ``%%`` cell magic such as ``%%writefile``); a line magic or shell line (``%``, ``!``) is skipped.
+    not Python (a ``%%`` cell magic such as ``%%writefile``); a line magic or shell line (``%``, ``!``, and
+    ``x = !ls`` / ``t = %time f()``, whose comment IPython hands to the shell or the magic) is skipped.
 
     Example:
         >>> from sampan.path.lang import code_comments
-        >>> code_comments('x = "#1"  # the first\\n# ----\\ny = x  # noqa: F841')
+        >>> code_comments('x = "#1"  # the first\\n# ----\\ny = x  # noqa: F841\\nfiles = !ls  # the shell')
         [(0, 10, 'the first')]
     """
     import io
@@ -196,7 +199,8 @@ def code_comments(source: str) -> list[tuple[int, int, str]]:
     if source.lstrip().startswith("%%"):
         return []
     lines = source.split("\n")
-    masked = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines)
+    masked = "\n".join("" if line.lstrip().startswith(("%", "!")) or _IPYTHON_ASSIGN.match(line) else line
+                        for line in lines)
     found = []
     try:
         for token in tokenize.generate_tokens(io.StringIO(masked).readline):

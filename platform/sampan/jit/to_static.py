@@ -143,6 +143,17 @@ class StaticFunction:
             state.update(status="pending", verified=None, max_abs_diff=None, compile_seconds=None)
         return state
 
+    def __setstate__(self, state: dict) -> None:
+        """A copy's state; one pickled before calls were checked against ``input_spec`` (a plain attribute then)
+        gets the spec's derived fields made again."""
+        if "_input_spec" in state:
+            self.__dict__.update(state)
+            return
+        state = dict(state)
+        spec = state.pop("input_spec", None)
+        self.__dict__.update(state)
+        self.input_spec = spec
+
     def __repr__(self) -> str:
         name = getattr(self.original, "__qualname__", repr(self.original))
         return f"StaticFunction({name}, backend={self.backend!r}, status={self.status!r})"

@@ -222,3 +222,19 @@ def test_to_static_static_dimension_contradicted_by_a_later_call(mode):
         with pytest.raises(ValueError, match=r"(?s)`input_spec\[0\]`.*\[2, 1, 32, 32\].*dimension 2 is 32"):
             net(torch.randn(2, 1, 32, 32))
         assert net(torch.randn(3, 1, 28, 28)).shape == (3, 3)
+
+
+def test_to_static_pickled_before_calls_were_checked_still_loads_and_checks():
+    """A StaticFunction pickled by an earlier Sampan kept ``input_spec`` as a plain attribute."""
+    import copy
+
+    net = _static(nn.Linear(4, 3), [InputSpec([None, 4], name="x")])
+    old = copy.copy(net.forward.__getstate__())
+    old["input_spec"] = old.pop("_input_spec")
+    for derived in ("_dynamic_dims", "_admitted"):
+        old.pop(derived)
+    restored = object.__new__(type(net.forward))
+    restored.__setstate__(old)
+    assert restored.input_spec == net.forward.input_spec and restored._dynamic_dims == ([0],)
+    with pytest.raises(ValueError, match=r"`input_spec\[0\]`.*rank 3"):
+        restored._checked((torch.ones(2, 4, 1),), {})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import io
 import pickle
 import re
@@ -185,16 +186,22 @@ def gather_values(value: Any, group: Any = None) -> list[Any]:
         dist.all_gather(everyone, padded, group=group)
         payloads = [data[:int(size)] for data, size in zip(everyone, sizes)]
     on = _local_cuda(value) or "cpu"
-    arrays = [np.empty(0).__reduce__()[0], np.ndarray, np.dtype,  # NumPy's _reconstruct, wherever NumPy keeps it
-              *(t for t in vars(getattr(np, "dtypes", np)).values() if isinstance(t, type) and issubclass(t, np.dtype))]
     values = []
     for rank, payload in enumerate(payloads):
         try:
-            with torch.serialization.safe_globals(arrays):  # NumPy arrays too: data, as torch's docs allow
+            with torch.serialization.safe_globals(_numpy_arrays()):  # NumPy arrays too: data, as torch's docs allow
                 values.append(torch.load(io.BytesIO(payload.numpy().tobytes()), map_location=on, weights_only=True))
         except Exception as exc:  # weights_only refuses the type: every rank reads every payload and fails here
             raise DistributedError(_unsendable(value, exc, rank)) from exc
     return values
+
+
+@functools.cache
+def _numpy_arrays() -> list:
+    """What ``torch.load(weights_only=True)`` needs to build NumPy arrays: NumPy's ``_reconstruct`` (wherever this
+    NumPy keeps it), ``ndarray``, ``dtype`` and its per-type classes."""
+    return [np.empty(0).__reduce__()[0], np.ndarray, np.dtype,
+            *(t for t in vars(getattr(np, "dtypes", np)).values() if isinstance(t, type) and issubclass(t, np.dtype))]
 
 
 def _unsendable(value: Any, exc: BaseException, rank: int | None = None) -> str:

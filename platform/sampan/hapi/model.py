@@ -15,7 +15,7 @@ from sampan.callbacks.history import History
 from sampan.callbacks.model_checkpoint import ModelCheckpoint
 from sampan.callbacks.progress import ProgressBar
 from sampan.callbacks.terminate_on_nan import TerminateOnNaN
-from sampan.errors import SampanError, bad_argument, check_int, first_line
+from sampan.errors import SampanError, bad_argument, check_int, first_line, is_number
 from sampan.hapi import _guards
 from sampan.hapi import checkpoint as ckpt
 from sampan.hapi import loop
@@ -130,8 +130,7 @@ class Model:
         if isinstance(loss, type) and issubclass(loss, torch.nn.Module):  # calling the class builds a module
             raise TypeError(bad_argument("loss", loss, "a loss module instance, not its class",
                                          f"add the brackets: loss={loss.__name__}()"))
-        if grad_clip is not None and (isinstance(grad_clip, bool) or not isinstance(grad_clip, (int, float))
-                                      or grad_clip <= 0):  # True would have read as a norm of 1.0
+        if grad_clip is not None and (not is_number(grad_clip) or grad_clip <= 0):  # True read as a norm of 1.0
             raise ValueError(bad_argument("grad_clip", grad_clip, "a positive float (max global gradient norm)"))
         self._accumulate_steps = check_int("accumulate_steps", accumulate_steps)
         _guards.check_optimizer_owns(self.network, optimizer, loss)  # before setup wraps or maps parameters

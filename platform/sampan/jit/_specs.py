@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import torch
 
 from sampan.errors import UnsafeFileError, bad_argument
-from sampan.spec import InputSpec, example_inputs, normalize_specs, sample_shapes  # one home: sampan.spec
+from sampan.spec import InputSpec, dtype_name, example_inputs, normalize_specs, sample_shapes  # one home
 
 
 def require_specs(input_spec: Any, *, what: str) -> list[InputSpec]:
@@ -234,7 +234,7 @@ def _spec_text(spec: InputSpec, prefix: str = "") -> str:
 
 
 def _tensor_text(tensor: torch.Tensor) -> str:
-    return f"{list(tensor.shape)} {str(tensor.dtype).replace('torch.', '')}"
+    return f"{list(tensor.shape)} {dtype_name(tensor.dtype)}"
 
 
 def _fitting(spec: InputSpec | None, tensor: torch.Tensor, index: int) -> str:
@@ -281,7 +281,7 @@ def check_call(specs: list[InputSpec], tensors: Sequence[torch.Tensor], *, calle
 
 def _contradiction(spec: InputSpec, tensor: torch.Tensor, index: int) -> tuple[str | None, str | None]:
     """What in ``tensor`` the spec contradicts (rank, a static size, dtype) and the fix; (None, None) if nothing."""
-    shape, dtype = list(tensor.shape), str(tensor.dtype).replace("torch.", "")
+    shape, dtype = list(tensor.shape), dtype_name(tensor.dtype)
     if len(shape) != len(spec.shape):
         return (f"a tensor of rank {len(shape)} (shape {shape}, {dtype}) where the spec has rank {len(spec.shape)}",
                 f"write input_spec=[{_fitting(spec, tensor, index)}] (None where the size varies, as the batch "

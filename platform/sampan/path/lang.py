@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import json
 import re
 import shutil
@@ -140,11 +141,20 @@ def _as_python(code: str) -> str:
     """The Python that IPython runs for a code cell: its own transformations (``x = !ls`` is ``x =
     get_ipython().getoutput('ls')``, ``%time f()`` a ``run_line_magic`` call), so that a cell using IPython's syntax
     is compared as IPython runs it; without IPython, the cell with its shell and magic lines left out."""
+    transformer = _ipython_transformer()
+    if transformer is None:
+        return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n"))
+    return transformer.transform_cell(code)
+
+
+@functools.cache
+def _ipython_transformer() -> Any:
+    """IPython's ``TransformerManager`` (it keeps no state between cells), or None without IPython."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
     except ImportError:
-        return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n"))
-    return TransformerManager().transform_cell(code)
+        return None
+    return TransformerManager()
 
 
 class _WordsBlanked(ast.NodeTransformer):

@@ -17,7 +17,9 @@
 // graph) in AMX's pair layout, 16 output channels a panel, both halves side by side. The product runs on 2 x 2 tiles
 // of 16 pixels x 16 channels, 32 input values per step. Bias, a residual add and a ReLU are applied as the tiles are
 // written out.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 #include <sys/syscall.h>

@@ -6,7 +6,8 @@
 // panels of 8 output channels: 1.2-1.45x faster than at::bmm at these thin shapes on an AMD EPYC Zen 4, whose MKL
 // takes its AVX2 path; on AVX-512 CPUs, panels of 16 output channels and an AVX-512 micro-kernel, 1.2-1.4x faster
 // again on an Intel Xeon with two 512-bit FMA units).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <torch/library.h>
 #include <ATen/Parallel.h>
 #include <immintrin.h>

@@ -10,7 +10,9 @@
 // weights by 16 x values and adds the pairs, into int32 sums: three instructions per 16 weights (AVX2, four output
 // rows at a time so that the x loads are shared). A row with NaN, infinity or only values below 1e-34 is computed in
 // float instead, so that it comes out as the reference's does.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 #include <ATen/Parallel.h>
 #include <immintrin.h>

@@ -208,4 +208,6 @@ def _inputs_from_spec(layer: Callable, static: Any) -> tuple:
 
 
 def _shapes(key: tuple) -> str:
-    return ", ".join(f"{list(shape)} {str(dtype).replace('torch.', '')}" for shape, dtype in key)
+    from sampan.spec import dtype_name
+
+    return ", ".join(f"{list(shape)} {dtype_name(dtype)}" for shape, dtype in key)

@@ -131,10 +131,11 @@ def data_home(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def hash_seed(monkeypatch):
-    """Every test starts with ``PYTHONHASHSEED=0``, the seed of the lessons' kernels (tests/notebooks/lesson_helpers.py),
-    whatever an earlier test's ``seed_everything`` left in its worker: a notebook a test runs is then forked from
-    the kernel fork server its worker already has (sampan.utils.forkkernels keeps one server per hash seed, each
-    3-4 CPU-seconds to start; four more were started for leftover seeds in a run of the suite)."""
+    """Every test starts with ``PYTHONHASHSEED=0``, the seed of the lessons' kernels
+    (tests/notebooks/lesson_helpers.py), whatever an earlier test's ``seed_everything`` left in its worker: a notebook
+    a test runs is then forked from the kernel fork server its worker already has (sampan.utils.forkkernels keeps one
+    server per hash seed, each 3-4 CPU-seconds to start; three more were started for leftover seeds in a run of the
+    suite)."""
     monkeypatch.setenv("PYTHONHASHSEED", "0")
 
 

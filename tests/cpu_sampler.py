@@ -13,6 +13,12 @@ worker (found through its parents) was running then::
 
 Linux only (``/proc``); a process that lives less than a sample's interval may be missed. Twenty-eighth session:
 1,368 CPU-seconds sampled in a 12-minute run, a third of it the lessons (BENCHMARKS.md, "make test").
+
+The same code's run takes 8.5 minutes on a quiet host and 11 on a busy one (fortieth session): a run's figures
+mean something only beside the host's speed then. ``probe`` reads it with both cores working, as the suite has
+them: eager torchvision resnet18, batch 1, one thread, the median of 20 calls, in two processes at once::
+
+    python3 tests/cpu_sampler.py probe        # .venv/bin/python of this checkout; or give an interpreter
 """
 from __future__ import annotations
 
@@ -162,8 +168,42 @@ def report(timeline_path: str, samples_path: str, top: int = 40) -> None:
             print(f"{cpu:8.1f}  {name[:150]}")
 
 
+# one probe process: prints its median milliseconds a call
+PROBE = """
+import sys, time, torch, torchvision
+torch.set_num_threads(1)
+net, x = torchvision.models.resnet18().eval(), torch.randn(1, 3, int(sys.argv[2]), int(sys.argv[2]))
+with torch.inference_mode():
+    for _ in range(5):
+        net(x)
+    times = []
+    for _ in range(int(sys.argv[1])):
+        start = time.perf_counter(); net(x); times.append(time.perf_counter() - start)
+print(sorted(times)[len(times) // 2] * 1e3)
+"""
+
+
+def probe(python: str, processes: int = 2, calls: int = 20, size: int = 224) -> list[float]:
+    """The median milliseconds of a resnet18 call in each of ``processes`` probes run at once (one per core)."""
+    import subprocess
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    running = [subprocess.Popen([python, "-c", PROBE, str(calls), str(size)], stdout=subprocess.PIPE, text=True,
+                                env=env) for _ in range(processes)]
+    outputs = [p.communicate()[0] for p in running]
+    if any(p.returncode for p in running):
+        raise SystemExit(f"a probe failed (exit codes {[p.returncode for p in running]}): {python} needs torch and "
+                         "torchvision (make setup)")
+    return [float(out.split()[-1]) for out in outputs]
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "record":
+    if sys.argv[1:2] == ["probe"] and len(sys.argv) <= 3:
+        here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv", "bin", "python")
+        medians = probe(sys.argv[2] if len(sys.argv) == 3 else here)
+        print("resnet18, batch 1, one thread, two processes at once: " + " / ".join(f"{m:.1f}" for m in medians)
+              + " ms (the median of 20 calls each)")
+    elif len(sys.argv) == 3 and sys.argv[1] == "record":
         record(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "report":
         report(sys.argv[2], sys.argv[3])

@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from cpu_sampler import attribute, by_kind
+import pytest
+from cpu_sampler import attribute, by_kind, probe
 
 SAMPLER = Path(__file__).with_name("cpu_sampler.py")
 
@@ -57,3 +58,14 @@ def test_the_recorder_sees_a_busy_child_of_this_process(tmp_path):
     assert mine and all(r["chain"][:2] == [busy.pid, os.getpid()] for r in mine)
     assert 0.5 < sum(r["cpu"] for r in mine) < 4.0  # it spun for 2.5 s, charged by the samples that saw it
     assert "while time.time()" in next(r["cmd"] for r in mine if r["cmd"])
+
+
+def test_the_probe_times_each_process_and_names_an_interpreter_without_torch(tmp_path):
+    medians = probe(sys.executable, processes=1, calls=3, size=32)  # small: the suite's own figure is 224 x 224, 20
+    assert len(medians) == 1 and 0 < medians[0] < 10_000
+    bare = tmp_path / "bare-python"  # an interpreter that cannot import torch
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    bare.chmod(0o755)
+    with pytest.raises(SystemExit, match=r"a probe failed \(exit codes \[1, 1\]\): .*bare-python needs torch and "
+                                         r"torchvision \(make setup\)"):
+        probe(str(bare))

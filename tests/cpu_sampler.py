@@ -183,7 +183,10 @@ print(sorted(times)[len(times) // 2] * 1e3)
 """
 
 
-def probe(python: str, processes: int = 2, calls: int = 20, size: int = 224) -> list[float]:
+PROBE_CALLS = 20  # timed calls in each probe process, after 5 to warm up
+
+
+def probe(python: str, processes: int = 2, calls: int = PROBE_CALLS, size: int = 224) -> list[float]:
     """The median milliseconds of a resnet18 call in each of ``processes`` probes run at once (one per core)."""
     import subprocess
 
@@ -202,7 +205,7 @@ if __name__ == "__main__":
         here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv", "bin", "python")
         medians = probe(sys.argv[2] if len(sys.argv) == 3 else here)
         print("resnet18, batch 1, one thread, two processes at once: " + " / ".join(f"{m:.1f}" for m in medians)
-              + " ms (the median of 20 calls each)")
+              + f" ms (the median of {PROBE_CALLS} calls each)")
     elif len(sys.argv) == 3 and sys.argv[1] == "record":
         record(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "report":

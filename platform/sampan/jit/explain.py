@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 import torch
 
+from sampan.errors import bad_argument
+from sampan.spec import dtype_name, example_inputs
 from sampan.utils.i18n import tr
 
 # (words to look for in dynamo's reason, lower case) -> plain-language hint
@@ -194,9 +196,6 @@ def explain(layer: Callable, *example_inputs: Any, **example_kwargs: Any) -> Exp
 
 def _inputs_from_spec(layer: Callable, static: Any) -> tuple:
     """Random inputs (batch 2) from the ``input_spec`` that ``to_static`` was given, for ``explain(net)``."""
-    from sampan.errors import bad_argument
-    from sampan.spec import example_inputs
-
     specs = getattr(static, "input_spec", None)
     if not specs:
         name = getattr(layer, "__qualname__", None) or type(layer).__name__
@@ -208,6 +207,4 @@ def _inputs_from_spec(layer: Callable, static: Any) -> tuple:
 
 
 def _shapes(key: tuple) -> str:
-    from sampan.spec import dtype_name
-
     return ", ".join(f"{list(shape)} {dtype_name(dtype)}" for shape, dtype in key)
